@@ -1,0 +1,1 @@
+"""Generic actor-style reconcile runtime for OpenEverest providers. Knows nothing of KServe."""

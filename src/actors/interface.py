@@ -1,0 +1,178 @@
+"""The contract between the generic runtime and a provider.
+
+The runtime owns everything that is the same for every OpenEverest provider: the finalizer, the
+state machine, applying and pruning derived objects, writing status and the connection Secret.
+A provider only answers four questions about one Instance: is it valid, what objects should
+exist, what is its status given what exists, and what extra cleanup is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from actors.kube import KubeClient
+    from actors.shared import SharedActors
+
+KubeObject = dict[str, Any]
+
+
+@dataclass(frozen=True, order=True)
+class Resource:
+    """One REST resource of the API server (a GVR plus what a client needs to address it)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        return base
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group or 'core'}/{self.version}"
+
+
+@dataclass(frozen=True, order=True)
+class ObjectKey:
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Phase(StrEnum):
+    """Instance.status.phase values of the OpenEverest core CRD."""
+
+    PENDING = "Pending"
+    PROVISIONING = "Provisioning"
+    INITIALIZING = "Initializing"
+    READY = "Ready"
+    UPDATING = "Updating"
+    TERMINATING = "Terminating"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A metav1.Condition minus the fields the runtime fills (lastTransitionTime, observedGeneration)."""
+
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ConnectionDetails:
+    """The seven keys the OpenEverest core reads from the `<instance>-conn` Secret, plus a URL."""
+
+    type: str = ""
+    provider: str = ""
+    host: str = ""
+    port: str = ""
+    username: str = ""
+    password: str = ""
+    uri: str = ""
+
+    def secret_data(self) -> dict[str, str]:
+        keys = ("type", "provider", "host", "port", "username", "password", "uri")
+        return {k: getattr(self, k) for k in keys if getattr(self, k)}
+
+    def is_empty(self) -> bool:
+        return not (self.host or self.uri)
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    phase: Phase
+    message: str = ""
+    conditions: Sequence[Condition] = ()
+    connection: ConnectionDetails | None = None
+    # Poll again after this many seconds (KServe status is not always event-driven for us).
+    requeue_after: float | None = None
+
+
+class ValidationFailed(Exception):
+    """Bad user input: becomes phase Failed with this exact message, and is not retried hot."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class WaitFor(Exception):
+    """Sync cannot proceed yet (e.g. a dependency not there); requeue after `seconds`, no error."""
+
+    def __init__(self, reason: str, seconds: float = 10.0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.seconds = seconds
+
+
+@dataclass
+class ReconcileContext:
+    """What a provider sees of one reconcile: the Instance and the means to look around.
+
+    `instance` is the Instance as read from the API server, with the version bundle resolved
+    (component versions filled) on a copy, exactly as the Go runtime hands it to Sync/Status.
+    """
+
+    instance: KubeObject
+    client: KubeClient
+    shared: SharedActors
+    # Which optional resources the API server serves right now (CRD present), by Resource.
+    available: frozenset[Resource] = field(default_factory=frozenset)
+    # Derived objects as stored after this pass's apply (or as last observed), by (kind, name).
+    observed: Mapping[tuple[str, str], KubeObject] = field(default_factory=dict)
+
+    @property
+    def key(self) -> ObjectKey:
+        meta = self.instance["metadata"]
+        return ObjectKey(meta["namespace"], meta["name"])
+
+
+class Provider(Protocol):
+    """A provider for the runtime. Implemented for KServe in `provider.kserve`."""
+
+    @property
+    def name(self) -> str: ...
+
+    def owned_resources(self) -> Sequence[Resource]:
+        """Every kind the provider may create: watched, inventoried and pruned by the runtime."""
+        ...
+
+    async def validate(self, ctx: ReconcileContext) -> None:
+        """Raise ValidationFailed with a specific message for bad input."""
+        ...
+
+    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+        """The objects that should exist for this Instance (without ownership metadata).
+
+        The runtime stamps labels and the controller ownerReference, applies each one with
+        server-side apply, and deletes owned objects that are no longer desired.
+        """
+        ...
+
+    async def status(self, ctx: ReconcileContext) -> StatusReport:
+        """Map the observed derived objects onto the Instance status."""
+        ...
+
+    async def cleanup(self, ctx: ReconcileContext) -> None:
+        """Extra cleanup on deletion, after the runtime deleted the owned objects. May raise WaitFor."""
+        ...

@@ -1,0 +1,67 @@
+"""Ownership metadata: the labels and controller ownerReference every derived object carries.
+
+Everything here derives only from the Instance (namespace, name, uid) and the provider name, so a
+retry after a lost response, or a restarted provider, computes exactly the same metadata and finds
+its own objects again.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from actors.interface import KubeObject
+
+INSTANCE_API_VERSION = "core.openeverest.io/v1alpha1"
+INSTANCE_KIND = "Instance"
+FINALIZER = "everest.percona.com/provider-finalizer"
+
+# Label keys of the OpenEverest contract (ObjectMeta in the Go provider-runtime).
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "everest"
+LABEL_INSTANCE = "app.kubernetes.io/instance"
+LABEL_PROVIDER = "core.openeverest.io/provider"
+
+
+def ownership_labels(instance: KubeObject, provider_name: str) -> dict[str, str]:
+    return {
+        LABEL_MANAGED_BY: MANAGED_BY_VALUE,
+        LABEL_INSTANCE: instance["metadata"]["name"],
+        LABEL_PROVIDER: provider_name,
+    }
+
+
+def inventory_selector(instance: KubeObject, provider_name: str) -> str:
+    """The label selector that finds an Instance's derived objects."""
+    labels = ownership_labels(instance, provider_name)
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def controller_reference(instance: KubeObject) -> dict[str, object]:
+    meta = instance["metadata"]
+    return {
+        "apiVersion": INSTANCE_API_VERSION,
+        "kind": INSTANCE_KIND,
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def is_owned_by(obj: KubeObject, instance: KubeObject) -> bool:
+    """True only for objects whose *controller* ownerReference is this very Instance (by uid)."""
+    uid = instance["metadata"].get("uid")
+    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == INSTANCE_KIND and ref.get("uid") == uid:
+            return True
+    return False
+
+
+def stamp(obj: KubeObject, instance: KubeObject, provider_name: str) -> KubeObject:
+    """A copy of `obj` in the Instance namespace with our labels and controller ownerReference."""
+    out = copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    meta["namespace"] = instance["metadata"]["namespace"]
+    meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(instance, provider_name)}
+    meta["ownerReferences"] = [controller_reference(instance)]
+    return out

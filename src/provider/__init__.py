@@ -1,0 +1,1 @@
+"""KServe knowledge: translation of OpenEverest Instances into KServe objects."""
