@@ -1,0 +1,128 @@
+"""List-then-watch informers with a local store.
+
+Follows resourceVersion (bookmarks included), relists on 410 Gone and diffs the new list against
+the store so that no deletion or update is lost, and backs off on errors. The store keeps whatever
+`transform` returns per object: the full Instance (we read it) or a few fields of a derived object
+(we only need to know it exists, who owns it and its resourceVersion).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import aiohttp
+import anyio
+import structlog
+
+from actors.interface import KubeObject, Resource
+from actors.kube import ApiError, KubeClient
+
+log = structlog.get_logger("actors.informer")
+
+T = TypeVar("T")
+# (key "namespace/name", old value or None, new value or None)
+ChangeHandler = Callable[[str, T | None, T | None], None]
+
+
+def object_key(obj: KubeObject) -> str:
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+class Informer(Generic[T]):
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        *,
+        transform: Callable[[KubeObject], T],
+        on_change: ChangeHandler[T],
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        watch_timeout: int = 300,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.store: dict[str, T] = {}
+        self.synced = anyio.Event()
+        self.relists = 0
+        self._transform = transform
+        self._on_change = on_change
+        self._rv: str | None = None
+        self._watch_timeout = watch_timeout
+        self._max_backoff = max_backoff
+        self._log = log.bind(resource=str(resource), namespace=namespace or "*")
+
+    async def run(self) -> None:
+        backoff = 0.2
+        while True:
+            try:
+                if self._rv is None:
+                    await self._relist()
+                await self._watch()
+                backoff = 0.2
+            except ApiError as err:
+                if err.status == 410:
+                    # Our resourceVersion was compacted away: start over from a fresh list.
+                    self._log.info("watch expired, relisting", rv=self._rv)
+                    self._rv = None
+                    continue
+                self._log.warning("list/watch failed", error=str(err), retry_in=backoff)
+                await anyio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(self._max_backoff, backoff * 2)
+            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as err:
+                self._log.warning("connection to API server lost", error=repr(err), retry_in=backoff)
+                await anyio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(self._max_backoff, backoff * 2)
+
+    async def _relist(self) -> None:
+        items, rv = await self.client.list_all(
+            self.resource, self.namespace, label_selector=self.label_selector
+        )
+        fresh = {object_key(obj): self._transform(obj) for obj in items}
+        old_store = self.store
+        self.store = fresh
+        self._rv = rv
+        self.relists += 1
+        for key, value in fresh.items():
+            previous = old_store.get(key)
+            if previous != value:
+                self._on_change(key, previous, value)
+        for key, previous in old_store.items():
+            if key not in fresh:
+                self._on_change(key, previous, None)
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        assert self._rv is not None
+        async for event in self.client.watch(
+            self.resource,
+            self.namespace,
+            self._rv,
+            label_selector=self.label_selector,
+            timeout_seconds=self._watch_timeout,
+        ):
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind == "BOOKMARK":
+                if rv:
+                    self._rv = rv
+                continue
+            key = object_key(obj)
+            previous = self.store.get(key)
+            if kind == "DELETED":
+                self.store.pop(key, None)
+                self._on_change(key, previous, None)
+            else:
+                value = self._transform(obj)
+                self.store[key] = value
+                self._on_change(key, previous, value)
+            if rv:
+                self._rv = rv

@@ -1,0 +1,313 @@
+"""Wires the runtime together: informers → per-Instance actors → reconciler, plus leader election,
+discovery of optional kinds, periodic resync, shared actors and the health/metrics endpoints."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import structlog
+from aiohttp import web
+
+from actors.actor import ActorSystem, Outcome
+from actors.apply import Applier
+from actors.http import health_app, metrics_app, serve
+from actors.informer import Informer
+from actors.interface import KubeObject, Provider, Resource
+from actors.kube import ApiError, KubeClient
+from actors.leader import LeaderElector
+from actors.metrics import RuntimeMetrics
+from actors.owned import OwnedIndex, OwnedRef, owned_ref
+from actors.ownership import LABEL_PROVIDER
+from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
+from actors.reconciler import InstanceReconciler, RuntimeConfig
+from actors.resources import CRDS, INSTANCES, PROVIDERS
+from actors.shared import SharedActors
+
+log = structlog.get_logger("actors.manager")
+
+# Fields whose change alone never needs a reconcile (our own status writes come back as events).
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
+
+
+@dataclass
+class ManagerOptions:
+    namespaces: Sequence[str] = ()  # empty: all namespaces
+    max_concurrent: int = 16
+    qps: float = 10.0
+    burst: int = 100
+    backoff_base: float = 0.005
+    backoff_cap: float = 1000.0
+    idle_timeout: float = 60.0
+    resync_period: float = 600.0
+    poll_not_ready: float = 15.0
+    discovery_interval: float = 30.0
+    leader_elect: bool = False
+    lease_namespace: str = "default"
+    lease_name: str = ""
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    bind_host: str = "0.0.0.0"
+    metrics_port: int | None = 8080
+    health_port: int | None = 8081
+    extra_apps: dict[int, web.Application] = field(default_factory=dict)
+
+
+def _slim_instance(obj: KubeObject) -> KubeObject:
+    """Drop managedFields: the largest part of a stored object, and we never read it."""
+    meta = obj.get("metadata") or {}
+    if "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
+
+
+def _needs_reconcile(old: KubeObject | None, new: KubeObject | None) -> bool:
+    if old is None or new is None:
+        return True
+
+    def essence(obj: KubeObject) -> tuple[Any, Any]:
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
+        return meta, obj.get("spec")
+
+    return essence(old) != essence(new)
+
+
+class Manager:
+    def __init__(
+        self,
+        client: KubeClient,
+        provider: Provider,
+        *,
+        options: ManagerOptions | None = None,
+        shared: SharedActors | None = None,
+        metrics: RuntimeMetrics | None = None,
+        field_manager: str | None = None,
+    ) -> None:
+        self.client = client
+        self.provider = provider
+        self.options = options or ManagerOptions()
+        self.shared = shared or SharedActors()
+        self.metrics = metrics or RuntimeMetrics()
+        client.observers.append(self.metrics.observe_request)
+        self.index = OwnedIndex()
+        owned = list(provider.owned_resources())
+        self.owned_resources = owned
+        self.applier = Applier(
+            client,
+            self.index,
+            field_manager=field_manager or provider.name,
+            provider_name=provider.name,
+            resources_by_kind={r.kind: r for r in owned},
+        )
+        self._available: set[Resource] = set()
+        self._watched: set[Resource] = set()
+        self._reported_missing: set[Resource] = set()
+        self.instance_informers: list[Informer[KubeObject | None]] = []
+        self.instances: dict[str, KubeObject] = {}
+        self.providers: dict[str, KubeObject] = {}
+        self.actors = ActorSystem(
+            self._reconcile,
+            limiter=RateLimiter(
+                ExponentialBackoff(self.options.backoff_base, self.options.backoff_cap),
+                TokenBucket(self.options.qps, self.options.burst),
+            ),
+            max_concurrent=self.options.max_concurrent,
+            idle_timeout=self.options.idle_timeout,
+            on_change=self._actors_changed,
+        )
+        self.reconciler: InstanceReconciler | None = None
+        self.elector: LeaderElector | None = None
+        self._started = False
+
+    # -- readiness ------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        if self.elector is not None and not self.elector.is_leader:
+            return True  # a standby is healthy and ready to take over
+        return self._started and all(i.synced.is_set() for i in self.instance_informers)
+
+    def _scopes(self) -> list[str | None]:
+        """Namespaces to watch; [None] means all namespaces."""
+        return list(self.options.namespaces) or [None]
+
+    def available(self) -> frozenset[Resource]:
+        return frozenset(self._available)
+
+    def _actors_changed(self, system: ActorSystem) -> None:
+        self.metrics.live_actors.set(system.live)
+        self.metrics.queue_depth.set(system.depth)
+
+    # -- run ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        runners: list[web.AppRunner] = []
+        opts = self.options
+        if opts.health_port is not None:
+            runners.append(await serve(health_app(self.ready), opts.bind_host, opts.health_port))
+        if opts.metrics_port is not None:
+            runners.append(await serve(metrics_app(self.metrics.registry), opts.bind_host, opts.metrics_port))
+        for port, app in opts.extra_apps.items():
+            runners.append(await serve(app, opts.bind_host, port))
+        try:
+            if opts.leader_elect:
+                self.elector = LeaderElector(
+                    self.client, opts.lease_namespace, opts.lease_name or f"{self.provider.name}-leader", opts.identity
+                )
+                await self.elector.acquire()
+            await self._run_leader()
+        finally:
+            if self.elector is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.elector.release()
+            for runner in runners:
+                with anyio.CancelScope(shield=True):
+                    await runner.cleanup()
+
+    async def _run_leader(self) -> None:
+        status_connection = await self._instance_status_has_connection()
+        self.reconciler = InstanceReconciler(
+            client=self.client,
+            provider=self.provider,
+            config=RuntimeConfig(
+                provider_name=self.provider.name,
+                field_manager=self.applier.field_manager,
+                poll_not_ready=self.options.poll_not_ready,
+                status_connection_supported=status_connection,
+            ),
+            instances=self.instances,
+            providers=self.providers,
+            index=self.index,
+            applier=self.applier,
+            shared=self.shared,
+            available=self.available,
+            metrics=self.metrics,
+        )
+        async with anyio.create_task_group() as tg:
+            if self.elector is not None:
+                tg.start_soon(self.elector.hold)
+            await self.shared.start(tg)
+            tg.start_soon(self.actors.run)
+            await anyio.lowlevel.checkpoint()  # let the actor system install its task group
+            # Owned kinds first, so the first reconciles see existing objects in the index.
+            await self._discover(tg)
+            tg.start_soon(self._discovery_loop, tg)
+            providers = Informer(
+                self.client, PROVIDERS, transform=lambda o: o, on_change=self._provider_changed
+            )
+            tg.start_soon(providers.run)
+            for namespace in self._scopes():
+                informer: Informer[KubeObject | None] = Informer(
+                    self.client,
+                    INSTANCES,
+                    namespace=namespace,
+                    transform=self._instance_transform,
+                    on_change=self._instance_changed,
+                )
+                self.instance_informers.append(informer)
+                tg.start_soon(informer.run)
+            with anyio.move_on_after(30):
+                await providers.synced.wait()
+            self._started = True
+            tg.start_soon(self._resync_loop)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _instance_transform(self, obj: KubeObject) -> KubeObject | None:
+        if (obj.get("spec") or {}).get("providerRef", {}).get("name") != self.provider.name:
+            return None  # another provider's Instance: keep nothing of it
+        return _slim_instance(obj)
+
+    def _instance_changed(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if new is None:
+            self.instances.pop(key, None)
+            if old is not None:
+                self.actors.notify(key)
+            return
+        self.instances[key] = new
+        if _needs_reconcile(old, new):
+            self.actors.notify(key)
+
+    def _provider_changed(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if new is None:
+            self.providers.pop(key, None)
+        else:
+            self.providers[key] = new
+
+    def _owned_changed(self, key: str, old: OwnedRef | None, new: OwnedRef | None) -> None:
+        self.index.update(old, new)
+        ref = new or old
+        if ref is not None and ref.owner_key in self.instances:
+            self.actors.notify(ref.owner_key)
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.options.resync_period)
+            self.resync()
+
+    def resync(self) -> None:
+        for key in list(self.instances):
+            self.actors.notify(key)
+
+    # -- discovery ------------------------------------------------------------------------
+
+    async def _discovery_loop(self, tg: anyio.abc.TaskGroup) -> None:
+        while len(self._watched) < len(self.owned_resources):
+            await anyio.sleep(self.options.discovery_interval)
+            await self._discover(tg)
+
+    async def _discover(self, tg: anyio.abc.TaskGroup) -> None:
+        served: dict[str, set[str]] = {}
+        for resource in self.owned_resources:
+            if resource in self._watched:
+                continue
+            if resource.api_version not in served:
+                try:
+                    served[resource.api_version] = await self.client.discover(resource.api_version)
+                except (ApiError, OSError) as err:
+                    log.warning("discovery failed", group_version=resource.api_version, error=str(err))
+                    served[resource.api_version] = set()
+            if resource.plural not in served[resource.api_version]:
+                if resource not in self._reported_missing:
+                    log.info("kind not served, skipping until its CRD appears", resource=str(resource))
+                    self._reported_missing.add(resource)
+                continue
+            self._available.add(resource)
+            self._watched.add(resource)
+            for namespace in self._scopes():
+                informer: Informer[OwnedRef | None] = Informer(
+                    self.client,
+                    resource,
+                    namespace=namespace,
+                    label_selector=f"{LABEL_PROVIDER}={self.provider.name}",
+                    transform=lambda obj, r=resource: owned_ref(r, obj),  # type: ignore[misc]
+                    on_change=self._owned_changed,
+                )
+                tg.start_soon(informer.run)
+                with anyio.move_on_after(10):
+                    await informer.synced.wait()
+
+    async def _instance_status_has_connection(self) -> bool:
+        """Newer cores add non-secret connection details at status.connection; write them only
+        when the installed CRD declares the field (unknown fields would be pruned anyway)."""
+        crd = await self.client.get(CRDS, None, "instances.core.openeverest.io")
+        if crd is None:
+            return False
+        for version in crd.get("spec", {}).get("versions", []):
+            if version.get("name") == "v1alpha1":
+                props = (
+                    version.get("schema", {})
+                    .get("openAPIV3Schema", {})
+                    .get("properties", {})
+                    .get("status", {})
+                    .get("properties", {})
+                )
+                return "connection" in props
+        return False
+
+    async def _reconcile(self, key: str) -> Outcome:
+        assert self.reconciler is not None
+        return await self.reconciler(key)

@@ -1,0 +1,36 @@
+"""Prometheus metrics of the runtime, in one registry so tests and benchmarks can read them."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class RuntimeMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.reconciles = Counter(
+            "provider_reconciles_total", "Reconciles by result", ["result"], registry=self.registry
+        )
+        self.step_seconds = Histogram(
+            "provider_reconcile_step_seconds",
+            "Duration of each reconcile step",
+            ["step"],
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.queue_depth = Gauge("provider_queue_depth", "Instances waiting to reconcile", registry=self.registry)
+        self.retries = Counter("provider_retries_total", "Reconciles that will be retried", registry=self.registry)
+        self.live_actors = Gauge("provider_live_actors", "Per-Instance actors alive", registry=self.registry)
+        self.api_requests = Counter(
+            "provider_api_requests_total",
+            "Requests to the Kubernetes API server",
+            ["verb", "resource", "code"],
+            registry=self.registry,
+        )
+        self.api_seconds = Histogram(
+            "provider_api_request_seconds", "Kubernetes API request latency", ["verb"], registry=self.registry
+        )
+
+    def observe_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
+        self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
+        self.api_seconds.labels(verb=verb).observe(seconds)

@@ -1,0 +1,75 @@
+"""A compact index of the derived objects we own, fed by label-selected informers.
+
+Per object we keep only what the runtime needs: its resourceVersion (to skip no-op applies), the
+owning Instance (to wake its actor and to inventory it) and whether it is being deleted. No full
+copies: at thousands of Instances the full objects would dominate memory.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from actors.interface import KubeObject, Resource
+from actors.ownership import INSTANCE_KIND
+
+
+@dataclass(frozen=True)
+class OwnedRef:
+    resource: Resource
+    namespace: str
+    name: str
+    kind: str
+    resource_version: str
+    owner_uid: str
+    owner_name: str
+    deleting: bool
+
+    @property
+    def owner_key(self) -> str:
+        return f"{self.namespace}/{self.owner_name}"
+
+
+def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
+    """The OwnedRef of `obj`, or None when its controller is not an Instance."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == INSTANCE_KIND:
+            return OwnedRef(
+                resource=resource,
+                namespace=str(meta.get("namespace", "")),
+                name=str(meta["name"]),
+                kind=str(obj.get("kind") or resource.kind),
+                resource_version=str(meta.get("resourceVersion", "")),
+                owner_uid=str(ref.get("uid", "")),
+                owner_name=str(ref.get("name", "")),
+                deleting=bool(meta.get("deletionTimestamp")),
+            )
+    return None
+
+
+class OwnedIndex:
+    def __init__(self) -> None:
+        self._by_owner: dict[str, dict[tuple[Resource, str], OwnedRef]] = defaultdict(dict)
+
+    def update(self, old: OwnedRef | None, new: OwnedRef | None) -> None:
+        if old is not None:
+            bucket = self._by_owner.get(old.owner_key)
+            if bucket is not None:
+                bucket.pop((old.resource, old.name), None)
+                if not bucket:
+                    del self._by_owner[old.owner_key]
+        if new is not None:
+            self._by_owner[new.owner_key][(new.resource, new.name)] = new
+
+    def owned_by(self, owner_key: str, owner_uid: str) -> list[OwnedRef]:
+        """Objects whose controller is exactly this Instance (same uid: not a namesake)."""
+        bucket = self._by_owner.get(owner_key) or {}
+        return [ref for ref in bucket.values() if ref.owner_uid == owner_uid]
+
+    def get(self, owner_key: str, resource: Resource, name: str) -> OwnedRef | None:
+        bucket = self._by_owner.get(owner_key) or {}
+        return bucket.get((resource, name))
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self._by_owner.values())

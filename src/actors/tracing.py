@@ -1,0 +1,35 @@
+"""OpenTelemetry: a span per reconcile, a child per step and per API write.
+
+Exported over OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set;
+otherwise the global no-op tracer provider stays in place and spans cost next to nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource as OtelResource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+
+def configure_tracing(
+    service_name: str, environ: Mapping[str, str] | None = None, exporter: SpanExporter | None = None
+) -> TracerProvider | None:
+    env = os.environ if environ is None else environ
+    if exporter is None:
+        if not (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")):
+            return None
+        if env.get("OTEL_SDK_DISABLED", "").lower() == "true":
+            return None
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter = OTLPSpanExporter()  # reads the OTEL_EXPORTER_OTLP_* variables itself
+    provider = TracerProvider(
+        resource=OtelResource.create({"service.name": env.get("OTEL_SERVICE_NAME", service_name)})
+    )
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return provider

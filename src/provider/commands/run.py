@@ -1,0 +1,106 @@
+"""`provider-kserve run`: the controller process (in-cluster, under Tilt, or against a kubeconfig)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import Any
+
+import anyio
+import structlog
+
+from actors.kube import KubeClient
+from actors.logs import configure_logging
+from actors.manager import Manager, ManagerOptions
+from actors.tracing import configure_tracing
+
+PROVIDER_NAME = "provider-kserve"
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser("run", help="run the provider controller")
+    in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: in-cluster config")
+    parser.add_argument("--context", default=None)
+    parser.add_argument(
+        "--namespace",
+        dest="namespaces",
+        action="append",
+        default=[],
+        help="watch only this namespace (repeatable); default: all namespaces",
+    )
+    parser.add_argument("--metrics-port", type=int, default=8080)
+    parser.add_argument("--health-port", type=int, default=8081)
+    parser.add_argument("--validation-port", type=int, default=8082)
+    parser.add_argument("--bind-host", default="0.0.0.0")  # noqa: S104 - probes come from the kubelet
+    parser.add_argument("--max-concurrent", type=int, default=16, help="global cap on concurrent reconciles")
+    parser.add_argument("--qps", type=float, default=10.0, help="retry token bucket rate")
+    parser.add_argument("--burst", type=int, default=100, help="retry token bucket burst")
+    parser.add_argument("--backoff-base", type=float, default=0.005, help="first retry delay (s)")
+    parser.add_argument("--backoff-cap", type=float, default=1000.0, help="longest retry delay (s)")
+    parser.add_argument("--idle-timeout", type=float, default=60.0, help="seconds before an idle actor exits")
+    parser.add_argument("--resync-period", type=float, default=600.0, help="seconds between full resyncs")
+    parser.add_argument("--poll-not-ready", type=float, default=15.0, help="status poll while not Ready (s)")
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=in_cluster,
+        help="elect a leader through a Lease (default: on in-cluster)",
+    )
+    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    parser.add_argument("--lease-name", default=f"{PROVIDER_NAME}-leader")
+    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
+    parser.add_argument("--log-format", choices=("json", "console"), default="json")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, json=args.log_format == "json")
+    configure_tracing(PROVIDER_NAME)
+    try:
+        anyio.run(_run, args)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+async def _run(args: argparse.Namespace) -> None:
+    from provider.kserve import build_provider
+    from provider.webhook import validation_app
+
+    log = structlog.get_logger("provider.run")
+    client = await KubeClient.connect(args.kubeconfig, args.context)
+    provider, shared = build_provider(os.environ)
+    options = ManagerOptions(
+        namespaces=args.namespaces,
+        max_concurrent=args.max_concurrent,
+        qps=args.qps,
+        burst=args.burst,
+        backoff_base=args.backoff_base,
+        backoff_cap=args.backoff_cap,
+        idle_timeout=args.idle_timeout,
+        resync_period=args.resync_period,
+        poll_not_ready=args.poll_not_ready,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name,
+        bind_host=args.bind_host,
+        metrics_port=args.metrics_port or None,
+        health_port=args.health_port or None,
+        extra_apps={args.validation_port: validation_app(provider)} if args.validation_port else {},
+    )
+    manager = Manager(client, provider, options=options, shared=shared)
+    log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect)
+    async with client, anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    log.info("stopping", signal=signal.Signals(signum).name)
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop_on_signal)
+        await manager.run()
+        tg.cancel_scope.cancel()

@@ -1,0 +1,214 @@
+"""The actor runtime against the real kube-apiserver and etcd, driven by a provider with no KServe logic."""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from typing import Any
+
+import anyio
+import pytest
+from tests.support.null_provider import CONFIGMAPS, NullProvider, instance
+from tests.support.runtime import idle, running_manager, wait_for
+
+from actors.informer import Informer
+from actors.interface import KubeObject
+from actors.kube import KubeClient
+from actors.ownership import FINALIZER
+from actors.reconciler import FORCE_OWNERSHIP_ANNOTATION
+from actors.resources import INSTANCES, SECRETS
+
+pytestmark = pytest.mark.integration
+
+WRITE_VERBS = {"create", "update", "patch", "dryrun", "delete"}
+
+
+async def test_finalizer_lifecycle_create_ready_delete(controlplane: Any, kube: KubeClient, namespace: str) -> None:
+    provider = NullProvider()
+    async with running_manager(controlplane, provider, namespace):
+        created = await kube.create(INSTANCES, instance("life", namespace, size=3))
+
+        async def ready() -> KubeObject | None:
+            obj = await kube.get(INSTANCES, namespace, "life")
+            return obj if obj and (obj.get("status") or {}).get("phase") == "Ready" else None
+
+        obj = await wait_for(ready)
+        assert FINALIZER in obj["metadata"]["finalizers"]
+        assert obj["metadata"]["labels"]["core.openeverest.io/provider"] == "provider-kserve"
+        cm = await kube.get(CONFIGMAPS, namespace, "life-cm")
+        assert cm is not None and cm["data"] == {"size": "3"}
+        ref = cm["metadata"]["ownerReferences"][0]
+        assert (ref["kind"], ref["uid"], ref["controller"]) == ("Instance", created["metadata"]["uid"], True)
+        assert cm["metadata"]["labels"] == {
+            "app.kubernetes.io/managed-by": "everest",
+            "app.kubernetes.io/instance": "life",
+            "core.openeverest.io/provider": "provider-kserve",
+        }
+        secret = await kube.get(SECRETS, namespace, "life-conn")
+        assert secret is not None
+        assert base64.b64decode(secret["data"]["host"]).decode() == f"life.{namespace}.svc.cluster.local"
+        assert obj["status"]["connectionSecretRef"] == {"name": "life-conn"}
+        conditions = {c["type"]: c for c in obj["status"]["conditions"]}
+        assert conditions["ConnectionDetailsReady"]["status"] == "True"
+        assert conditions["Valid"]["status"] == "True"
+
+        await kube.delete(INSTANCES, namespace, "life")
+
+        async def gone() -> bool:
+            return await kube.get(INSTANCES, namespace, "life") is None
+
+        await wait_for(gone)
+        assert provider.cleanups == ["life"]
+        assert await kube.get(CONFIGMAPS, namespace, "life-cm") is None
+        assert await kube.get(SECRETS, namespace, "life-conn") is None
+
+
+async def test_bad_input_is_failed_with_message_and_not_retried_hot(
+    controlplane: Any, kube: KubeClient, namespace: str
+) -> None:
+    async with running_manager(controlplane, NullProvider(), namespace) as (manager, _):
+        await kube.create(INSTANCES, instance("bad", namespace, size="big"))
+
+        async def failed() -> KubeObject | None:
+            obj = await kube.get(INSTANCES, namespace, "bad")
+            return obj if obj and (obj.get("status") or {}).get("phase") == "Failed" else None
+
+        obj = await wait_for(failed)
+        assert obj["status"]["message"] == "topology.parameters.size: Input should be a valid integer"
+        valid = next(c for c in obj["status"]["conditions"] if c["type"] == "Valid")
+        assert (valid["status"], valid["reason"]) == ("False", "ValidationFailed")
+        runs = manager.actors.stats.runs
+        await anyio.sleep(1.0)
+        assert manager.actors.stats.runs == runs  # no retry storm
+        # Fixing the input recovers.
+        await kube.patch(INSTANCES, namespace, "bad", {"spec": {"topology": {"parameters": {"size": 2}}}})
+
+        async def ready() -> bool:
+            obj = await kube.get(INSTANCES, namespace, "bad")
+            return bool(obj and obj["status"].get("phase") == "Ready")
+
+        await wait_for(ready)
+
+
+async def test_no_longer_desired_objects_are_pruned(controlplane: Any, kube: KubeClient, namespace: str) -> None:
+    async with running_manager(controlplane, NullProvider(), namespace):
+        await kube.create(INSTANCES, instance("prune", namespace, extra=True))
+
+        async def extra(present: bool) -> bool:
+            return (await kube.get(CONFIGMAPS, namespace, "prune-extra") is not None) == present
+
+        await wait_for(lambda: extra(True))
+        # A ConfigMap of ours for no Instance, and one without our labels, are both left alone.
+        await kube.create(CONFIGMAPS, {"metadata": {"name": "foreign", "namespace": namespace}, "data": {}})
+        await kube.patch(INSTANCES, namespace, "prune", {"spec": {"topology": {"parameters": {"extra": False}}}})
+        await wait_for(lambda: extra(False))
+        assert await kube.get(CONFIGMAPS, namespace, "prune-cm") is not None
+        assert await kube.get(CONFIGMAPS, namespace, "foreign") is not None
+
+
+async def test_noop_resync_of_100_converged_instances_writes_nothing(
+    controlplane: Any, kube: KubeClient, namespace: str
+) -> None:
+    async with running_manager(controlplane, NullProvider(), namespace, max_concurrent=16) as (manager, requests):
+        for i in range(100):
+            await kube.create(INSTANCES, instance(f"r{i:03d}", namespace))
+
+        async def converged() -> bool:
+            items, _ = await kube.list_all(INSTANCES, namespace)
+            return len(items) == 100 and all((o.get("status") or {}).get("phase") == "Ready" for o in items)
+
+        await wait_for(converged, timeout=120)
+        await wait_for(idle(manager), timeout=60)
+        runs_before = manager.actors.stats.runs
+        before = Counter(requests)
+        manager.resync()
+
+        async def resynced() -> bool:
+            return manager.actors.stats.runs >= runs_before + 100 and manager.actors.depth == 0
+
+        await wait_for(resynced, timeout=60)
+        await wait_for(idle(manager), timeout=60)
+        delta = Counter(requests)
+        delta.subtract(before)
+        writes = {verb: n for verb, n in delta.items() if verb in WRITE_VERBS and n}
+        assert writes == {}
+        assert manager.actors.stats.runs - runs_before == 100
+
+
+async def test_forced_410_relists_and_loses_no_update(controlplane: Any, kube: KubeClient, namespace: str) -> None:
+    seen: dict[str, str] = {}
+    deleted: list[str] = []
+
+    def on_change(key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if new is None:
+            deleted.append(key)
+            seen.pop(key, None)
+        else:
+            seen[key] = new["data"]["v"]
+
+    for name in ("a", "b", "c"):
+        await kube.create(CONFIGMAPS, {"metadata": {"name": name, "namespace": namespace}, "data": {"v": "1"}})
+    informer: Informer[KubeObject] = Informer(
+        kube, CONFIGMAPS, namespace=namespace, transform=lambda o: o, on_change=on_change
+    )
+    _, stale_rv = await kube.list_all(CONFIGMAPS, namespace)
+    # Changes made after the resourceVersion we will watch from, then compacted away.
+    await kube.patch(CONFIGMAPS, namespace, "a", {"data": {"v": "2"}})
+    await kube.delete(CONFIGMAPS, namespace, "b")
+    await kube.create(CONFIGMAPS, {"metadata": {"name": "d", "namespace": namespace}, "data": {"v": "1"}})
+    controlplane.compact()
+    informer.store = {f"{namespace}/{n}": {"data": {"v": "1"}} for n in ("a", "b", "c")}
+    informer._rv = stale_rv
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(informer.run)
+        with anyio.fail_after(30):
+            while informer.relists < 1:
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    assert informer.relists == 1
+    assert seen == {f"{namespace}/a": "2", f"{namespace}/c": "1", f"{namespace}/d": "1"}
+    assert deleted == [f"{namespace}/b"]
+
+
+async def test_foreign_field_manager_conflict_is_named_not_fought(
+    controlplane: Any, kube: KubeClient, namespace: str
+) -> None:
+    async with running_manager(controlplane, NullProvider(), namespace):
+        await kube.create(INSTANCES, instance("fight", namespace, size=1))
+
+        async def cm() -> KubeObject | None:
+            return await kube.get(CONFIGMAPS, namespace, "fight-cm")
+
+        await wait_for(cm)
+        # Another manager takes our field by force, then the spec asks us to change it.
+        await kube.apply(
+            CONFIGMAPS,
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fight-cm", "namespace": namespace},
+             "data": {"size": "99"}},
+            field_manager="someone-else",
+            force=True,
+        )
+        await kube.patch(INSTANCES, namespace, "fight", {"spec": {"topology": {"parameters": {"size": 2}}}})
+
+        async def conflict() -> dict[str, Any] | None:
+            obj = await kube.get(INSTANCES, namespace, "fight")
+            conds = {c["type"]: c for c in (obj or {}).get("status", {}).get("conditions", [])}
+            synced = conds.get("Synced")
+            return synced if synced and synced["reason"] == "ApplyConflict" else None
+
+        synced = await wait_for(conflict)
+        assert synced["status"] == "False"
+        assert ".data.size" in synced["message"] and "someone-else" in synced["message"]
+        await anyio.sleep(1.0)
+        live = await cm()
+        assert live is not None and live["data"]["size"] == "99"  # no fight
+        # The documented opt-in takes ownership.
+        await kube.patch(
+            INSTANCES, namespace, "fight", {"metadata": {"annotations": {FORCE_OWNERSHIP_ANNOTATION: "true"}}}
+        )
+
+        async def taken() -> bool:
+            live = await cm()
+            return bool(live and live["data"]["size"] == "2")
+
+        await wait_for(taken)

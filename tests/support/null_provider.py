@@ -1,0 +1,77 @@
+"""A provider with no KServe knowledge: one ConfigMap per Instance, Ready at once.
+
+It exercises the runtime alone (finalizer, apply, prune, status, connection Secret, cleanup) in
+integration tests, and gives benchmarks the apply floor per Instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from actors.interface import (
+    ConnectionDetails,
+    KubeObject,
+    Phase,
+    ReconcileContext,
+    Resource,
+    StatusReport,
+    ValidationFailed,
+)
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+NAME = "provider-kserve"
+
+
+@dataclass
+class NullProvider:
+    name: str = NAME
+    cleanups: list[str] = field(default_factory=list)
+    ready: bool = True
+
+    def owned_resources(self) -> Sequence[Resource]:
+        return (CONFIGMAPS,)
+
+    async def validate(self, ctx: ReconcileContext) -> None:
+        params = (ctx.instance["spec"].get("topology") or {}).get("parameters") or {}
+        if "size" in params and not isinstance(params["size"], int):
+            raise ValidationFailed("topology.parameters.size: Input should be a valid integer")
+
+    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+        meta = ctx.instance["metadata"]
+        params = (ctx.instance["spec"].get("topology") or {}).get("parameters") or {}
+        objects: list[KubeObject] = [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"{meta['name']}-cm"},
+                "data": {"size": str(params.get("size", 1))},
+            }
+        ]
+        if params.get("extra"):
+            objects.append(
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{meta['name']}-extra"}, "data": {}}
+            )
+        return objects
+
+    async def status(self, ctx: ReconcileContext) -> StatusReport:
+        meta = ctx.instance["metadata"]
+        host = f"{meta['name']}.{meta['namespace']}.svc.cluster.local"
+        if not self.ready:
+            return StatusReport(Phase.PROVISIONING, "waiting", requeue_after=3600)
+        return StatusReport(
+            Phase.READY,
+            connection=ConnectionDetails(type="null", provider=self.name, host=host, port="80", uri=f"http://{host}"),
+        )
+
+    async def cleanup(self, ctx: ReconcileContext) -> None:
+        self.cleanups.append(ctx.key.name)
+
+
+def instance(name: str, namespace: str, **parameters: object) -> KubeObject:
+    return {
+        "apiVersion": "core.openeverest.io/v1alpha1",
+        "kind": "Instance",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"providerRef": {"name": NAME}, "topology": {"type": "null", "parameters": parameters}},
+    }

@@ -1,0 +1,52 @@
+"""Run the real runtime (Manager) inside a test's event loop, and wait for conditions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from actors.interface import Provider
+from actors.kube import KubeClient
+from actors.manager import Manager, ManagerOptions
+
+
+@asynccontextmanager
+async def running_manager(
+    controlplane: Any, provider: Provider, namespace: str, **options: Any
+) -> AsyncIterator[tuple[Manager, Counter[str]]]:
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    requests: Counter[str] = Counter()
+    client.observers.append(lambda verb, resource, code, seconds: requests.update([verb]))
+    opts = ManagerOptions(namespaces=[namespace], metrics_port=None, health_port=None, **options)
+    manager = Manager(client, provider, options=opts)
+    async with client, anyio.create_task_group() as tg:
+        tg.start_soon(manager.run)
+        with anyio.fail_after(30):
+            while not manager.ready():
+                await anyio.sleep(0.05)
+        try:
+            yield manager, requests
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def wait_for(predicate: Callable[[], Awaitable[Any]], timeout: float = 30.0) -> Any:
+    with anyio.fail_after(timeout):
+        while True:
+            value = await predicate()
+            if value:
+                return value
+            await anyio.sleep(0.1)
+
+
+def idle(manager: Manager) -> Callable[[], Awaitable[bool]]:
+    async def idle() -> bool:
+        return manager.actors.depth == 0 and manager.actors.busy == 0
+
+    return idle
+
+

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from actors.interface import Condition, ConnectionDetails, Phase
+from actors.status import compose_status, merge_conditions
+
+
+def _instance(status: dict[str, object] | None = None, generation: int = 3) -> dict[str, object]:
+    return {"metadata": {"name": "i", "namespace": "ns", "generation": generation}, "status": status or {}}
+
+
+def test_transition_time_moves_only_when_status_flips() -> None:
+    first = merge_conditions([], [Condition("Ready", "False", "Starting", "a")], 1, now="T1")
+    same = merge_conditions(first, [Condition("Ready", "False", "StillStarting", "b")], 2, now="T2")
+    flipped = merge_conditions(same, [Condition("Ready", "True", "Up", "")], 2, now="T3")
+    assert same[0]["lastTransitionTime"] == "T1"
+    assert same[0]["reason"] == "StillStarting" and same[0]["observedGeneration"] == 2
+    assert flipped[0]["lastTransitionTime"] == "T3"
+
+
+def test_complete_pass_drops_unreported_conditions_and_partial_pass_keeps_them() -> None:
+    existing = [{"type": "Old", "status": "True", "reason": "X", "message": "", "lastTransitionTime": "T0"}]
+    assert [c["type"] for c in merge_conditions(existing, [Condition("New", "True", "Y")], 1)] == ["New", "Old"]
+    dropped = merge_conditions(existing, [Condition("New", "True", "Y")], 1, keep_unreported=False)
+    assert [c["type"] for c in dropped] == ["New"]
+
+
+def test_recomposing_an_unchanged_status_is_equal_so_nothing_is_written() -> None:
+    details = ConnectionDetails(type="kserve", provider="p", host="h", port="8000", uri="http://h:8000")
+    kwargs = {
+        "phase": Phase.READY,
+        "message": "",
+        "conditions": [Condition("KServeReady", "True", "Ready")],
+        "complete": True,
+        "version": "0.20",
+        "connection": details,
+        "connection_secret": "i-conn",
+        "status_connection_supported": True,
+    }
+    first = compose_status(_instance(), **kwargs)  # type: ignore[arg-type]
+    second = compose_status(_instance(first), **kwargs)  # type: ignore[arg-type]
+    assert second == first
+    assert first["connection"] == {"host": "h", "port": "8000", "url": "http://h:8000"}
+    assert first["connectionSecretRef"] == {"name": "i-conn"}
+    types = {c["type"]: c for c in first["conditions"]}
+    assert types["ConnectionDetailsReady"]["reason"] == "Available"
+    assert types["KServeReady"]["observedGeneration"] == 3
+
+
+def test_ready_without_details_reports_not_reported() -> None:
+    status = compose_status(_instance(), phase=Phase.READY, message="", conditions=[], complete=True)
+    cond = status["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("ConnectionDetailsReady", "False", "NotReported")
+    assert "connection" not in status
