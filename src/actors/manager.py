@@ -18,16 +18,17 @@ from actors.actor import ActorSystem, Outcome
 from actors.apply import Applier
 from actors.http import health_app, metrics_app, serve
 from actors.informer import Informer
-from actors.interface import KubeObject, Provider, Resource
+from actors.interface import KubeObject, Provider, ReconcileContext, Resource, ValidationFailed
 from actors.kube import ApiError, KubeClient
 from actors.leader import LeaderElector
 from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex, OwnedRef, owned_ref
 from actors.ownership import LABEL_PROVIDER
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
-from actors.reconciler import InstanceReconciler, RuntimeConfig
+from actors.reconciler import InstanceReconciler, RuntimeConfig, version_problem
 from actors.resources import CRDS, INSTANCES, PROVIDERS
 from actors.shared import SharedActors
+from actors.validation import validation_app
 
 log = structlog.get_logger("actors.manager")
 
@@ -54,7 +55,7 @@ class ManagerOptions:
     bind_host: str = "0.0.0.0"
     metrics_port: int | None = 8080
     health_port: int | None = 8081
-    extra_apps: dict[int, web.Application] = field(default_factory=dict)
+    validation_port: int | None = 8082
 
 
 def _slim_instance(obj: KubeObject) -> KubeObject:
@@ -150,15 +151,26 @@ class Manager:
             runners.append(await serve(health_app(self.ready), opts.bind_host, opts.health_port))
         if opts.metrics_port is not None:
             runners.append(await serve(metrics_app(self.metrics.registry), opts.bind_host, opts.metrics_port))
-        for port, app in opts.extra_apps.items():
-            runners.append(await serve(app, opts.bind_host, port))
+        if opts.validation_port is not None:
+            app = validation_app(self.validate, self.published_schema, self.ready)
+            runners.append(await serve(app, opts.bind_host, opts.validation_port))
         try:
-            if opts.leader_elect:
-                self.elector = LeaderElector(
-                    self.client, opts.lease_namespace, opts.lease_name or f"{self.provider.name}-leader", opts.identity
-                )
-                await self.elector.acquire()
-            await self._run_leader()
+            async with anyio.create_task_group() as tg:
+                # Every replica serves /validate, so every replica follows the Provider resource.
+                providers = Informer(self.client, PROVIDERS, transform=lambda o: o, on_change=self._provider_changed)
+                tg.start_soon(providers.run)
+                with anyio.move_on_after(30):
+                    await providers.synced.wait()
+                if opts.leader_elect:
+                    self.elector = LeaderElector(
+                        self.client,
+                        opts.lease_namespace,
+                        opts.lease_name or f"{self.provider.name}-leader",
+                        opts.identity,
+                    )
+                    await self.elector.acquire()
+                await self._run_leader()
+                tg.cancel_scope.cancel()
         finally:
             if self.elector is not None:
                 with anyio.CancelScope(shield=True):
@@ -195,10 +207,6 @@ class Manager:
             # Owned kinds first, so the first reconciles see existing objects in the index.
             await self._discover(tg)
             tg.start_soon(self._discovery_loop, tg)
-            providers = Informer(
-                self.client, PROVIDERS, transform=lambda o: o, on_change=self._provider_changed
-            )
-            tg.start_soon(providers.run)
             for namespace in self._scopes():
                 informer: Informer[KubeObject | None] = Informer(
                     self.client,
@@ -209,10 +217,26 @@ class Manager:
                 )
                 self.instance_informers.append(informer)
                 tg.start_soon(informer.run)
-            with anyio.move_on_after(30):
-                await providers.synced.wait()
             self._started = True
             tg.start_soon(self._resync_loop)
+
+    # -- validation endpoint --------------------------------------------------------------
+
+    async def validate(self, obj: KubeObject) -> str | None:
+        """The reconcile-time checks (version bundle, then the provider's), for /validate."""
+        problem = version_problem(obj, self.providers)
+        if problem is not None:
+            return problem
+        ctx = ReconcileContext(instance=obj, client=self.client, shared=self.shared, available=self.available())
+        try:
+            await self.provider.validate(ctx)
+        except ValidationFailed as err:
+            return err.message
+        return None
+
+    def published_schema(self) -> dict[str, Any] | None:
+        provider = self.providers.get(self.provider.name)
+        return provider.get("spec") if provider else None
 
     # -- events ---------------------------------------------------------------------------
 

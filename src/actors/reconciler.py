@@ -62,6 +62,24 @@ class RuntimeConfig:
     status_connection_supported: bool = False
 
 
+def provider_spec(instance: KubeObject, providers: Mapping[str, KubeObject]) -> dict[str, Any] | None:
+    name = (instance.get("spec") or {}).get("providerRef", {}).get("name", "")
+    provider = providers.get(name)
+    return provider.get("spec") if provider else None
+
+
+def version_problem(instance: KubeObject, providers: Mapping[str, KubeObject]) -> str | None:
+    """The Go runtime's version-bundle check, with its exact message."""
+    spec = instance.get("spec") or {}
+    wanted = spec.get("version")
+    if not wanted:
+        return None
+    names = [v.get("name") for v in (provider_spec(instance, providers) or {}).get("versions") or []]
+    if wanted not in names:
+        return f'version "{wanted}" is not defined by provider "{spec.get("providerRef", {}).get("name", "")}"'
+    return None
+
+
 class InstanceReconciler:
     def __init__(
         self,
@@ -132,7 +150,7 @@ class InstanceReconciler:
 
         ctx = ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
         with self._step("validate"):
-            problem = self._version_problem(instance)
+            problem = version_problem(instance, self.providers)
             if problem is None:
                 try:
                     await self.provider.validate(ctx)
@@ -264,20 +282,7 @@ class InstanceReconciler:
     # -- versions -------------------------------------------------------------------------
 
     def _provider_spec(self, instance: KubeObject) -> dict[str, Any] | None:
-        name = instance["spec"].get("providerRef", {}).get("name", "")
-        provider = self.providers.get(name)
-        return provider.get("spec") if provider else None
-
-    def _version_problem(self, instance: KubeObject) -> str | None:
-        wanted = instance["spec"].get("version")
-        if not wanted:
-            return None
-        spec = self._provider_spec(instance)
-        names = [v.get("name") for v in (spec or {}).get("versions") or []]
-        if wanted not in names:
-            provider = instance["spec"].get("providerRef", {}).get("name", "")
-            return f'version "{wanted}" is not defined by provider "{provider}"'
-        return None
+        return provider_spec(instance, self.providers)
 
     def _bundle_name(self, instance: KubeObject) -> str | None:
         spec = self._provider_spec(instance) or {}

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from tests.support.runtime import running_manager, wait_for
-from tests.support.null_provider import NullProvider, instance
 
 from actors.resources import INSTANCES
 from actors.tracing import configure_tracing
+from tests.support.null_provider import NullProvider, instance
+from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
 

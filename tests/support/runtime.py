@@ -21,7 +21,9 @@ async def running_manager(
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     requests: Counter[str] = Counter()
     client.observers.append(lambda verb, resource, code, seconds: requests.update([verb]))
-    opts = ManagerOptions(namespaces=[namespace], metrics_port=None, health_port=None, **options)
+    opts = ManagerOptions(
+        namespaces=[namespace], metrics_port=None, health_port=None, validation_port=None, **options
+    )
     manager = Manager(client, provider, options=opts)
     async with client, anyio.create_task_group() as tg:
         tg.start_soon(manager.run)

@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metrics-port", type=int, default=8080)
     parser.add_argument("--health-port", type=int, default=8081)
     parser.add_argument("--validation-port", type=int, default=8082)
-    parser.add_argument("--bind-host", default="0.0.0.0")  # noqa: S104 - probes come from the kubelet
+    parser.add_argument("--bind-host", default="0.0.0.0")
     parser.add_argument("--max-concurrent", type=int, default=16, help="global cap on concurrent reconciles")
     parser.add_argument("--qps", type=float, default=10.0, help="retry token bucket rate")
     parser.add_argument("--burst", type=int, default=100, help="retry token bucket burst")
@@ -67,7 +67,6 @@ def main(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace) -> None:
     from provider.kserve import build_provider
-    from provider.webhook import validation_app
 
     log = structlog.get_logger("provider.run")
     client = await KubeClient.connect(args.kubeconfig, args.context)
@@ -88,7 +87,7 @@ async def _run(args: argparse.Namespace) -> None:
         bind_host=args.bind_host,
         metrics_port=args.metrics_port or None,
         health_port=args.health_port or None,
-        extra_apps={args.validation_port: validation_app(provider)} if args.validation_port else {},
+        validation_port=args.validation_port or None,
     )
     manager = Manager(client, provider, options=options, shared=shared)
     log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect)

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from actors.apply import ApplyConflict, _parse_conflicts, content_hash
+from actors.interface import Resource
+from actors.kube import ApiError
+from actors.owned import OwnedIndex, owned_ref
+from actors.ownership import controller_reference, is_owned_by, stamp
+
+CM = Resource("", "v1", "configmaps", "ConfigMap")
+INSTANCE = {"metadata": {"name": "i", "namespace": "ns", "uid": "u-1"}}
+
+
+def test_conflict_names_field_and_manager() -> None:
+    err = ApiError(
+        409,
+        "Conflict",
+        "Apply failed with 1 conflict",
+        {
+            "details": {
+                "causes": [
+                    {
+                        "reason": "FieldManagerConflict",
+                        "message": 'conflict with "kubectl-edit" using v1: .data.size',
+                        "field": ".data.size",
+                    }
+                ]
+            }
+        },
+    )
+    conflicts = _parse_conflicts(err)
+    assert [(c.field, c.manager) for c in conflicts] == [(".data.size", "kubectl-edit")]
+    assert str(ApplyConflict("ConfigMap", "x", conflicts)) == (
+        "ConfigMap x: .data.size is owned by field manager 'kubectl-edit'"
+    )
+
+
+def test_stamp_derives_only_from_the_instance() -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"keep": "me"}}}
+    first, second = stamp(obj, INSTANCE, "p"), stamp(obj, INSTANCE, "p")
+    assert content_hash(first) == content_hash(second)
+    assert first["metadata"]["namespace"] == "ns"
+    assert first["metadata"]["labels"]["keep"] == "me"
+    assert first["metadata"]["ownerReferences"] == [controller_reference(INSTANCE)]
+    assert is_owned_by(first, INSTANCE)
+    assert not is_owned_by(first, {"metadata": {"name": "i", "namespace": "ns", "uid": "other"}})
+    assert "ownerReferences" not in obj["metadata"]  # the input is not mutated
+
+
+def test_owned_index_tracks_by_owner_and_uid() -> None:
+    index = OwnedIndex()
+    a = owned_ref(CM, stamp({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}}, INSTANCE, "p"))
+    namesake = owned_ref(
+        CM,
+        stamp(
+            {"kind": "ConfigMap", "metadata": {"name": "b"}},
+            {"metadata": {"name": "i", "namespace": "ns", "uid": "old-uid"}},
+            "p",
+        ),
+    )
+    assert a is not None and namesake is not None
+    index.update(None, a)
+    index.update(None, namesake)
+    assert [r.name for r in index.owned_by("ns/i", "u-1")] == ["a"]
+    assert index.get("ns/i", CM, "a") == a
+    index.update(a, None)
+    assert index.owned_by("ns/i", "u-1") == []
+    assert len(index) == 1
+
+
+def test_objects_without_an_instance_controller_are_not_indexed() -> None:
+    assert owned_ref(CM, {"metadata": {"name": "x", "ownerReferences": [{"kind": "Deployment"}]}}) is None
