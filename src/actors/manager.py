@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,7 @@ class Manager:
         self.provider = provider
         self.options = options or ManagerOptions()
         self.shared = shared or SharedActors()
+        self.shared.wake = self.wake_matching
         self.metrics = metrics or RuntimeMetrics()
         client.observers.append(self.metrics.observe_request)
         self.index = OwnedIndex()
@@ -275,6 +276,14 @@ class Manager:
     def resync(self) -> None:
         for key in list(self.instances):
             self.actors.notify(key)
+
+    def wake_matching(self, predicate: Callable[[KubeObject], bool]) -> int:
+        """Wake the actors of every Instance for which `predicate` holds (shared actors use it)."""
+        keys = [key for key, obj in self.instances.items() if predicate(obj)]
+        if self.reconciler is not None:
+            for key in keys:
+                self.actors.notify(key)
+        return len(keys)
 
     # -- discovery ------------------------------------------------------------------------
 

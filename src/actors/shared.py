@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -16,6 +17,8 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from actors.interface import KubeObject
 
 log = structlog.get_logger("actors.shared")
 
@@ -81,11 +84,20 @@ class SharedActor(ABC):
                         envelope.done.set()
 
 
+def _no_instances(predicate: Callable[[KubeObject], bool]) -> int:
+    return 0
+
+
 @dataclass
 class SharedActors:
-    """The registry of shared actors, by class."""
+    """The registry of shared actors, by class.
+
+    `wake(predicate)` lets a shared actor wake every Instance actor whose Instance matches (e.g.
+    all users of a catalog that just changed); the manager installs it and returns the count.
+    """
 
     _actors: dict[type[SharedActor], SharedActor] = field(default_factory=dict)
+    wake: Callable[[Callable[[KubeObject], bool]], int] = _no_instances
 
     def register(self, actor: SharedActor) -> None:
         self._actors[type(actor)] = actor

@@ -1,0 +1,172 @@
+"""The model catalog and the LoRA catalog as shared actors.
+
+The chart renders both catalogs into a mounted ConfigMap (files) and, for the LoRA catalog, also
+into `LORA_ADAPTER_CATALOG` (the upstream provider's variable). A file wins over the variable. The
+actors re-read their file every few seconds; kubelet swaps a mounted ConfigMap's content on change,
+so a `helm upgrade` that edits a catalog reaches running Instances without a restart. When a
+catalog changes, the Instances that use it are woken and revalidated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from actors.interface import KubeObject
+from actors.shared import SharedActor, SharedActors
+from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.errors import first_error_message
+from provider.topology import CatalogModel, Catalogs, LoraAdapter
+
+log = structlog.get_logger("provider.catalog")
+
+MODEL_CATALOG_FILE_ENV = "MODEL_CATALOG_FILE"
+LORA_CATALOG_FILE_ENV = "LORA_ADAPTER_CATALOG_FILE"
+MODEL_CATALOG_ENV = "MODEL_CATALOG"
+
+
+class _ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    label: str = ""
+    uri: str
+    gated: bool = False
+
+
+class _ModelList(BaseModel):
+    entries: list[_ModelEntry]
+
+
+def parse_model_catalog(text: str) -> tuple[CatalogModel, ...]:
+    """Chart `models:` as JSON: [{label, uri, gated}]. Later entries win per uri."""
+    if not text.strip():
+        return ()
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"model catalog is not valid JSON: {exc}") from None
+    try:
+        entries = _ModelList.model_validate({"entries": raw}).entries
+    except ValidationError as exc:
+        raise CatalogError(f"model catalog {first_error_message('', exc).removeprefix('entries.')}") from None
+    by_uri = {e.uri.strip(): CatalogModel(label=e.label or e.uri, uri=e.uri.strip(), gated=e.gated) for e in entries}
+    return tuple(m for uri, m in by_uri.items() if uri)
+
+
+@dataclass(frozen=True)
+class Get:
+    """Ask a catalog actor for its current entries."""
+
+
+@dataclass(frozen=True)
+class _Reload:
+    pass
+
+
+def _uses_llm(obj: KubeObject) -> bool:
+    return ((obj.get("spec") or {}).get("topology") or {}).get("type") == "llm"
+
+
+def _uses_lora_catalog(obj: KubeObject) -> bool:
+    if not _uses_llm(obj):
+        return False
+    params = (((obj.get("spec") or {}).get("components") or {}).get("llmEngine") or {}).get("parameters") or {}
+    return any(str(params.get(f"loraSlot{i}") or "").strip() for i in (1, 2, 3))
+
+
+class _CatalogActor(SharedActor):
+    """Holds one catalog; reloads it from its source on a poll and wakes its users on change."""
+
+    poll_seconds = 5.0
+    uses: Callable[[KubeObject], bool] = staticmethod(_uses_llm)
+
+    def __init__(self, shared: SharedActors, file: str | None, inline: str) -> None:
+        super().__init__()
+        self._shared = shared
+        self._file = Path(file) if file else None
+        self._inline = inline
+        self._text: str | None = None
+        self.entries: tuple[Any, ...] = ()
+        self._load()
+
+    def parse(self, text: str) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def _source_text(self) -> str:
+        if self._file is not None:
+            try:
+                return self._file.read_text()
+            except OSError as err:
+                log.warning("catalog file unreadable, keeping the last one", file=str(self._file), error=str(err))
+                return self._text if self._text is not None else ""
+        return self._inline
+
+    def _load(self) -> bool:
+        """Re-read the source; True when the entries changed."""
+        text = self._source_text()
+        if text == self._text:
+            return False
+        self._text = text
+        try:
+            entries = self.parse(text)
+        except CatalogError as err:
+            # Keep serving the last good catalog: a typo in a helm upgrade must not break Instances.
+            log.error("invalid catalog, keeping the last good one", actor=self.name, error=str(err))
+            return False
+        changed = entries != self.entries
+        self.entries = entries
+        return changed
+
+    async def started(self, task_group: TaskGroup) -> None:
+        if self._file is not None:
+            task_group.start_soon(self._poll, name=f"poll:{self.name}")
+
+    async def _poll(self) -> None:
+        while True:
+            await anyio.sleep(self.poll_seconds)
+            self.tell(_Reload())
+
+    async def handle(self, message: Any) -> Any:
+        if isinstance(message, Get):
+            return self.entries
+        if isinstance(message, _Reload) and self._load():
+            woken = self._shared.wake(type(self).uses)
+            log.info("catalog changed, revalidating its Instances", actor=self.name, instances=woken)
+        return None
+
+
+class ModelCatalogActor(_CatalogActor):
+    name = "model-catalog"
+    uses = staticmethod(_uses_llm)
+
+    def parse(self, text: str) -> tuple[CatalogModel, ...]:
+        return parse_model_catalog(text)
+
+
+class LoraCatalogActor(_CatalogActor):
+    name = "lora-catalog"
+    uses = staticmethod(_uses_lora_catalog)
+
+    def parse(self, text: str) -> tuple[LoraAdapter, ...]:
+        return parse_lora_catalog(text)
+
+
+def register_catalogs(shared: SharedActors, environ: Mapping[str, str]) -> Callable[[], Any]:
+    """Register both catalog actors; returns the async `catalogs()` source for KServeProvider."""
+    models = ModelCatalogActor(shared, environ.get(MODEL_CATALOG_FILE_ENV), environ.get(MODEL_CATALOG_ENV, ""))
+    adapters = LoraCatalogActor(shared, environ.get(LORA_CATALOG_FILE_ENV), environ.get(LORA_CATALOG_ENV, ""))
+    shared.register(models)
+    shared.register(adapters)
+
+    async def catalogs() -> Catalogs:
+        return Catalogs(models=await models.ask(Get()), lora_adapters=await adapters.ask(Get()))
+
+    return catalogs

@@ -1,0 +1,136 @@
+"""The shared AI Gateway actor: follows the chart's shared Gateway and publishes its base URL.
+
+One watch for the whole provider instead of a Gateway read in every Instance's status pass. When
+the Gateway gets (or changes) an external address, every Instance that opted into the AI Gateway
+is woken, so its connection details switch to the gateway URL within one reconcile.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+from anyio.abc import TaskGroup
+from pydantic import ValidationError
+
+from actors.informer import Informer
+from actors.interface import KubeObject, Resource
+from actors.kube import KubeClient
+from actors.shared import SharedActor, SharedActors
+from provider.llm.params import LlmTopologyParameters
+from provider.settings import ProviderSettings
+
+log = structlog.get_logger("provider.gateway")
+
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
+
+
+@dataclass(frozen=True)
+class BaseURL:
+    """Ask for the gateway's published base URL (None until it has an address)."""
+
+
+@dataclass(frozen=True)
+class _Addresses:
+    addresses: tuple[str, ...]
+
+
+def uses_ai_gateway(obj: KubeObject) -> bool:
+    topology = (obj.get("spec") or {}).get("topology") or {}
+    if topology.get("type") != "llm":
+        return False
+    try:
+        return LlmTopologyParameters.model_validate(topology.get("parameters") or {}).uses_ai_gateway()
+    except ValidationError:
+        return False
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def _uri_host(host: str) -> str:
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host
+
+
+def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
+    """The base URL clients use, from a Gateway `status.addresses[].value` (kserve-behavior §4.3):
+    the chart's scheme and port, unless the address carries its own; the chart's hostname (TLS
+    certificate name) replaces the host when set."""
+    address = address.strip()
+    if not address:
+        return None
+    scheme: str = settings.ai_gateway_scheme
+    host, port = address, settings.ai_gateway_port
+    parsed = urlsplit(address)
+    if parsed.scheme and parsed.hostname:
+        scheme, host = parsed.scheme, parsed.hostname
+        port = parsed.port or _default_port(scheme)
+    else:
+        split = urlsplit(f"//{address}")
+        try:
+            if split.hostname and split.port:
+                host, port = split.hostname, split.port
+        except ValueError:  # not host:port after all (e.g. a bare IPv6 literal)
+            pass
+    if settings.ai_gateway_hostname:
+        host = settings.ai_gateway_hostname
+    origin = _uri_host(host) if port == _default_port(scheme) else f"{_uri_host(host)}:{port}"
+    return f"{scheme}://{origin}"
+
+
+class AIGatewayActor(SharedActor):
+    name = "ai-gateway"
+
+    def __init__(self, client: KubeClient, settings: ProviderSettings, shared: SharedActors) -> None:
+        super().__init__()
+        self._client = client
+        self._settings = settings
+        self._shared = shared
+        self.base_url: str | None = None
+        self._key = f"{settings.ai_gateway_namespace}/{settings.ai_gateway_name}"
+
+    @property
+    def configured(self) -> bool:
+        s = self._settings
+        return s.ai_gateway_enabled and bool(s.ai_gateway_name and s.ai_gateway_namespace)
+
+    async def started(self, task_group: TaskGroup) -> None:
+        if not self.configured:
+            return
+        informer: Informer[tuple[str, ...]] = Informer(
+            self._client,
+            GATEWAYS,
+            namespace=self._settings.ai_gateway_namespace,
+            transform=_addresses,
+            on_change=self._gateway_changed,
+        )
+        task_group.start_soon(informer.run, name="watch:ai-gateway")
+
+    def _gateway_changed(self, key: str, old: tuple[str, ...] | None, new: tuple[str, ...] | None) -> None:
+        if key == self._key:
+            self.tell(_Addresses(new or ()))
+
+    async def handle(self, message: Any) -> Any:
+        if isinstance(message, BaseURL):
+            return self.base_url
+        if isinstance(message, _Addresses):
+            url = next(
+                (u for u in (gateway_base_url(a, self._settings) for a in message.addresses) if u), None
+            )
+            if url != self.base_url:
+                self.base_url = url
+                woken = self._shared.wake(uses_ai_gateway)
+                log.info("AI Gateway address changed", base_url=url, instances=woken)
+        return None
+
+
+def _addresses(obj: KubeObject) -> tuple[str, ...]:
+    addresses = (obj.get("status") or {}).get("addresses") or []
+    return tuple(str(a.get("value", "")) for a in addresses if isinstance(a, dict))

@@ -1,0 +1,39 @@
+"""`PredictorTopology`: the `predictor` topology as a `provider.topology.TopologyHandler`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from actors.interface import KubeObject, Resource, StatusReport
+from provider.instance import Instance
+from provider.predictor.status import predictor_status
+from provider.predictor.translate import INFERENCE_SERVICE, inference_service
+from provider.predictor.validation import validate_predictor
+from provider.settings import ProviderSettings
+from provider.topology import Catalogs, Observed, StatusInputs
+
+
+class PredictorTopology:
+    """One InferenceService per Instance; no catalogs, no optional kinds, no outside inputs.
+
+    Takes the chart settings like every registered topology (`provider.topologies`), though no
+    setting changes what a predictor Instance becomes.
+    """
+
+    name: str = "predictor"
+
+    def __init__(self, settings: ProviderSettings | None = None) -> None:
+        self.settings = settings
+
+    def resources(self) -> Sequence[Resource]:
+        return (INFERENCE_SERVICE,)
+
+    def validate(self, instance: Instance, catalogs: Catalogs) -> None:
+        validate_predictor(instance)
+
+    def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:
+        # Validated again: desired() must be safe to call on its own (e.g. by `render`).
+        return [inference_service(instance, validate_predictor(instance))]
+
+    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
+        return predictor_status(observed.get((INFERENCE_SERVICE.kind, instance.metadata.name)))

@@ -1,0 +1,126 @@
+"""Map the observed InferenceService onto the Instance status (phase, message, conditions, details).
+
+Phases:
+- no InferenceService yet → Provisioning `Waiting for InferenceService`;
+- KServe `Ready=True` → Ready, with connection details from the cluster-internal address;
+- KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
+  runtime, model failed to load) → Failed with a message that says what to do. The Go provider
+  showed these as Provisioning forever (kserve-behavior §10.7); users need to see them;
+- anything else → Provisioning with KServe's own Ready message.
+
+KServe reports the runtime problems in `status.modelStatus` (transitionStatus `InvalidSpec` plus
+`lastFailureInfo`), not in a condition: the predictor reconciler returns an error before it sets
+one. `lastFailureInfo` is kept after recovery, so it only counts while the transition status still
+says the spec is invalid or the load is blocked, and `Ready=True` always wins.
+
+Every KServe condition is passed through with a `KServe` prefix (`KServeReady`,
+`KServePredictorReady`, …) so `kubectl describe instance` shows KServe's own reasons. Until Ready
+the report asks to be polled again: KServe status changes do not always produce an event for us.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from actors.interface import ConnectionDetails, KubeObject, Phase, StatusReport
+
+# Shared with the llm topology, so both topologies publish details and KServe conditions alike.
+from provider.llm.connection import url_details
+from provider.llm.status import passthrough_conditions
+
+REQUEUE_SECONDS: Final = 15.0
+
+WAITING_MESSAGE: Final = "Waiting for InferenceService"
+CREATING_MESSAGE: Final = "InferenceService is being created"
+
+# KServe FailureReason values (v1beta1 FailureInfo.reason) that waiting alone does not fix.
+NO_SUPPORTING_RUNTIME: Final = "NoSupportingRuntime"
+RUNTIME_NOT_RECOGNIZED: Final = "RuntimeNotRecognized"
+RUNTIME_DISABLED: Final = "RuntimeDisabled"
+INVALID_PREDICTOR_SPEC: Final = "InvalidPredictorSpec"
+MODEL_LOAD_FAILED: Final = "ModelLoadFailed"
+RUNTIME_CONFIGS_HINT: Final = "install KServe's ClusterServingRuntimes (the kserve-runtime-configs chart)"
+
+
+def _conditions(isvc: KubeObject) -> list[dict[str, Any]]:
+    raw = (isvc.get("status") or {}).get("conditions") or []
+    return [c for c in raw if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"]]
+
+
+def _condition(isvc: KubeObject, type_: str) -> dict[str, Any] | None:
+    return next((c for c in _conditions(isvc) if c["type"] == type_), None)
+
+
+def connection_details(url: str) -> ConnectionDetails | None:
+    """Type `kserve`: host, port (explicit, else 443 for https, else 80) and the URL; IPv6-safe.
+    The same rules as the llm topology's URL-derived details."""
+    return url_details(url)
+
+
+def _address(isvc: KubeObject) -> str:
+    # The cluster-internal address (`http://<name>-predictor.<ns>.svc.cluster.local`) first: in
+    # Standard mode without an ingress, `status.url` names an external domain nobody serves.
+    status = isvc.get("status") or {}
+    address = status.get("address") or {}
+    return str(address.get("url") or status.get("url") or "")
+
+
+def model_failure(isvc: KubeObject) -> str | None:
+    """A Failed message when KServe says the spec cannot be served, else None."""
+    status = isvc.get("status") or {}
+    model_status = status.get("modelStatus") or {}
+    if model_status.get("transitionStatus") not in ("InvalidSpec", "BlockedByFailedLoad"):
+        return None
+    info = model_status.get("lastFailureInfo") or {}
+    reason, detail = info.get("reason"), str(info.get("message") or "")
+    model = ((isvc.get("spec") or {}).get("predictor") or {}).get("model") or {}
+    fmt = str((model.get("modelFormat") or {}).get("name") or "")
+    runtime = str(model.get("runtime") or "")
+    kserve = f" (KServe: {detail})" if detail else ""
+
+    if reason == NO_SUPPORTING_RUNTIME and not runtime:
+        return (
+            f'no ServingRuntime supports model format "{fmt}"{kserve}; {RUNTIME_CONFIGS_HINT}, '
+            "or name a ServingRuntime that serves it in predictor.parameters.runtime"
+        )
+    if reason == NO_SUPPORTING_RUNTIME:
+        return (
+            f'ServingRuntime "{runtime}" does not support model format "{fmt}"{kserve}; pick a '
+            "runtime that lists it, or unset predictor.parameters.runtime to let KServe choose"
+        )
+    if reason == RUNTIME_NOT_RECOGNIZED:
+        return (
+            f'no ServingRuntime or ClusterServingRuntime named "{runtime}"{kserve}; create it, '
+            f"{RUNTIME_CONFIGS_HINT}, or fix predictor.parameters.runtime"
+        )
+    if reason == RUNTIME_DISABLED:
+        return f'ServingRuntime "{runtime}" is disabled{kserve}; enable it or choose another runtime'
+    if reason == INVALID_PREDICTOR_SPEC:
+        return f"KServe rejected the predictor{kserve}"
+    if reason == MODEL_LOAD_FAILED:
+        uri = str(model.get("storageUri") or "")
+        exit_code = info.get("exitCode")
+        why = kserve or (f" (exit code {exit_code})" if exit_code else "")
+        return f'the model from "{uri}" failed to load{why}; check predictor.parameters.storageURI'
+    return None
+
+
+def _progress_message(isvc: KubeObject) -> str:
+    ready = _condition(isvc, "Ready") or {}
+    return str(ready.get("message") or ready.get("reason") or CREATING_MESSAGE)
+
+
+def predictor_status(isvc: KubeObject | None) -> StatusReport:
+    if isvc is None:
+        return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
+    conditions = passthrough_conditions(isvc)
+    ready = _condition(isvc, "Ready")
+    if ready is not None and ready.get("status") == "True":
+        url = _address(isvc)
+        details = connection_details(url) if url else None
+        return StatusReport(Phase.READY, "", conditions, details)
+    failure = model_failure(isvc)
+    if failure is not None:
+        # Still polled: installing the runtime (or the model appearing) heals it without an edit.
+        return StatusReport(Phase.FAILED, failure, conditions, requeue_after=REQUEUE_SECONDS)
+    return StatusReport(Phase.PROVISIONING, _progress_message(isvc), conditions, requeue_after=REQUEUE_SECONDS)

@@ -1,0 +1,394 @@
+"""The predictor translation against the real InferenceService CRD on a real API server.
+
+Fixtures (tests/conftest.py): `kube` is a connected actors.kube.KubeClient, `namespace` a fresh
+namespace. No KServe controller runs here: the test plays KServe's part by writing the status
+subresource itself, in the shape KServe 0.20 writes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+
+from actors.interface import ConnectionDetails, KubeObject, Phase
+from actors.kube import KubeClient
+from actors.ownership import is_owned_by, stamp
+from actors.resources import INSTANCES, SECRETS
+from provider.instance import Instance
+from provider.kserve import KServeProvider
+from provider.llm import kinds as llm_kinds
+from provider.llm import status as llm_status
+from provider.llm.handler import LlmTopology
+from provider.names import PROVIDER_NAME
+from provider.predictor import PredictorTopology
+from provider.predictor.status import predictor_status
+from provider.predictor.translate import INFERENCE_SERVICE
+from provider.settings import ProviderSettings
+from provider.topology import Catalogs
+from tests.support.runtime import running_manager, wait_for
+
+pytestmark = pytest.mark.integration
+
+PROVIDER = PROVIDER_NAME
+TOPOLOGY = PredictorTopology()
+NAME = "iris"
+
+
+def instance_body(namespace: str, parameters: dict[str, Any], version: str = "0.20") -> KubeObject:
+    return {
+        "apiVersion": INSTANCES.api_version,
+        "kind": INSTANCES.kind,
+        "metadata": {"name": NAME, "namespace": namespace},
+        "spec": {
+            "providerRef": {"name": PROVIDER},
+            "version": version,
+            "topology": {"type": "predictor"},
+            "components": {
+                "predictor": {
+                    "type": "modelServer",
+                    "replicas": 1,
+                    "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m"}},
+                    "parameters": parameters,
+                }
+            },
+        },
+    }
+
+
+PARAMETERS: dict[str, Any] = {
+    "modelFormat": "sklearn",
+    "storageURI": "gs://kfserving-examples/models/sklearn/1.0/model",
+    "runtime": "kserve-sklearnserver",
+    "runtimeVersion": "v0.20.0",
+    "minReplicas": 1,
+    "maxReplicas": 3,
+}
+
+
+async def create_instance(kube: KubeClient, namespace: str, parameters: dict[str, Any]) -> KubeObject:
+    return await kube.create(INSTANCES, instance_body(namespace, parameters))
+
+
+def desired(instance: KubeObject) -> KubeObject:
+    """What the runtime applies: the translation, stamped with our labels and ownerReference."""
+    (obj,) = TOPOLOGY.desired(Instance.model_validate(instance), Catalogs(), frozenset())
+    return stamp(obj, instance, PROVIDER)
+
+
+async def apply(kube: KubeClient, obj: KubeObject) -> KubeObject:
+    return await kube.apply(INFERENCE_SERVICE, obj, field_manager=PROVIDER, force=True)
+
+
+async def test_accepted_by_the_crd_and_reads_back_unchanged(kube: KubeClient, namespace: str) -> None:
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    want = desired(instance)
+    await apply(kube, want)
+
+    got = await kube.get(INFERENCE_SERVICE, namespace, NAME)
+    assert got is not None
+    # No field pruned by the structural schema, none defaulted: the spec is exactly ours.
+    assert got["spec"] == want["spec"]
+    assert got["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "Standard"
+    assert want["metadata"]["labels"].items() <= got["metadata"]["labels"].items()
+    assert got["metadata"]["ownerReferences"] == want["metadata"]["ownerReferences"]
+    assert is_owned_by(got, instance)
+
+
+async def test_reapply_is_a_no_op(kube: KubeClient, namespace: str) -> None:
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    first = await apply(kube, desired(instance))
+    second = await apply(kube, desired(instance))
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert second["metadata"]["generation"] == 1
+
+
+async def test_version_upgrade_updates_in_place(kube: KubeClient, namespace: str) -> None:
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    before = await apply(kube, desired(instance))
+
+    # A new bundle version alone changes nothing in the object: the apply is a no-op.
+    bumped = copy.deepcopy(instance)
+    bumped["spec"]["version"] = "0.21"
+    same = await apply(kube, desired(bumped))
+    assert same["metadata"]["generation"] == before["metadata"]["generation"]
+
+    # A new runtimeVersion is an in-place update of the same object.
+    upgraded = copy.deepcopy(instance)
+    upgraded["spec"]["components"]["predictor"]["parameters"]["runtimeVersion"] = "v0.20.1"
+    after = await apply(kube, desired(upgraded))
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
+    assert after["spec"]["predictor"]["model"]["runtimeVersion"] == "v0.20.1"
+    assert after["spec"] == desired(upgraded)["spec"]
+
+
+async def test_removed_parameters_are_pruned_from_the_object(kube: KubeClient, namespace: str) -> None:
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    await apply(kube, desired(instance))
+
+    trimmed = copy.deepcopy(instance)
+    params = trimmed["spec"]["components"]["predictor"]["parameters"]
+    for key in ("runtime", "runtimeVersion", "maxReplicas"):
+        del params[key]
+    after = await apply(kube, desired(trimmed))
+    model = after["spec"]["predictor"]["model"]
+    assert "runtime" not in model
+    assert "runtimeVersion" not in model
+    assert "maxReplicas" not in after["spec"]["predictor"]
+    assert after["spec"] == desired(trimmed)["spec"]
+
+
+async def write_status(kube: KubeClient, namespace: str, status: dict[str, Any]) -> KubeObject:
+    """Play KServe: write the InferenceService status through the status subresource."""
+    return await kube.patch(INFERENCE_SERVICE, namespace, NAME, {"status": status}, subresource="status")
+
+
+async def test_status_ready_maps_to_ready_with_connection_details(kube: KubeClient, namespace: str) -> None:
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    await apply(kube, desired(instance))
+    address = f"http://{NAME}-predictor.{namespace}.svc.cluster.local"
+    now = "2026-01-01T00:00:00Z"
+    await write_status(
+        kube,
+        namespace,
+        {
+            "conditions": [
+                {"type": "IngressReady", "status": "True", "lastTransitionTime": now},
+                {"type": "PredictorReady", "status": "True", "lastTransitionTime": now},
+                {"type": "Ready", "status": "True", "lastTransitionTime": now},
+            ],
+            "address": {"url": address},
+            "url": f"http://{NAME}-{namespace}.example.com",
+            "deploymentMode": "Standard",
+            "modelStatus": {
+                "transitionStatus": "UpToDate",
+                "states": {"activeModelState": "Loaded", "targetModelState": "Loaded"},
+            },
+        },
+    )
+    observed = await kube.get(INFERENCE_SERVICE, namespace, NAME)
+    report = predictor_status(observed)
+    assert report.phase is Phase.READY
+    assert report.connection == ConnectionDetails(
+        type="kserve",
+        provider=PROVIDER,
+        host=f"{NAME}-predictor.{namespace}.svc.cluster.local",
+        port="80",
+        uri=address,
+    )
+    assert [c.type for c in report.conditions] == ["KServeIngressReady", "KServePredictorReady", "KServeReady"]
+
+
+async def test_status_no_runtime_maps_to_failed(kube: KubeClient, namespace: str) -> None:
+    params = {k: v for k, v in PARAMETERS.items() if k not in ("runtime", "runtimeVersion")}
+    instance = await create_instance(kube, namespace, params)
+    await apply(kube, desired(instance))
+    await write_status(
+        kube,
+        namespace,
+        {
+            "modelStatus": {
+                "transitionStatus": "InvalidSpec",
+                "states": {"activeModelState": "", "targetModelState": "FailedToLoad"},
+                "lastFailureInfo": {
+                    "reason": "NoSupportingRuntime",
+                    "message": "No runtime found to support specified framework/version",
+                },
+            },
+        },
+    )
+    report = predictor_status(await kube.get(INFERENCE_SERVICE, namespace, NAME))
+    assert report.phase is Phase.FAILED
+    assert "kserve-runtime-configs" in report.message
+    assert "No runtime found to support specified framework/version" in report.message
+
+
+async def test_status_progressing_maps_to_provisioning(kube: KubeClient, namespace: str) -> None:
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    await apply(kube, desired(instance))
+    now = "2026-01-01T00:00:00Z"
+    message = "Deployment does not have minimum availability."
+    await write_status(
+        kube,
+        namespace,
+        {
+            "conditions": [
+                {
+                    "type": "PredictorReady",
+                    "status": "False",
+                    "reason": "MinimumReplicasUnavailable",
+                    "message": message,
+                    "lastTransitionTime": now,
+                },
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "MinimumReplicasUnavailable",
+                    "message": message,
+                    "lastTransitionTime": now,
+                },
+            ],
+        },
+    )
+    report = predictor_status(await kube.get(INFERENCE_SERVICE, namespace, NAME))
+    assert report.phase is Phase.PROVISIONING
+    assert report.message == message
+
+
+async def test_delete_cleans_up(kube: KubeClient, namespace: str) -> None:
+    """What the runtime does when the object is no longer desired (topology switch, deletion)."""
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    applied = await apply(kube, desired(instance))
+    assert await kube.delete(INFERENCE_SERVICE, namespace, NAME, uid=applied["metadata"]["uid"])
+    # Without the KServe controller there is no finalizer: the object is gone at once.
+    assert await kube.get(INFERENCE_SERVICE, namespace, NAME) is None
+    assert not await kube.delete(INFERENCE_SERVICE, namespace, NAME)
+
+
+async def test_instance_deletion_garbage_collects_the_inference_service(kube: KubeClient, namespace: str) -> None:
+    """The controller ownerReference is right: Kubernetes' garbage collector removes the object."""
+    instance = await create_instance(kube, namespace, PARAMETERS)
+    await apply(kube, desired(instance))
+    await kube.delete(INSTANCES, namespace, NAME)
+
+    async def collected() -> bool:
+        return await kube.get(INFERENCE_SERVICE, namespace, NAME) is None
+
+    await wait_for(collected, timeout=60)
+
+
+# -- through the real runtime -------------------------------------------------------------------
+
+
+LLM_ONLY_CONDITIONS = {
+    llm_status.HF_TOKEN,
+    llm_status.METRICS,
+    llm_status.EXTERNAL_ACCESS,
+    llm_status.AI_GATEWAY_ROUTE,
+    llm_status.TOKEN_LIMIT,
+}
+
+
+def kserve_provider() -> KServeProvider:
+    # Explicit handlers: independent of whether the registry line for predictor is in yet.
+    settings = ProviderSettings()
+    return KServeProvider(settings, topologies={"llm": LlmTopology(settings), "predictor": PredictorTopology(settings)})
+
+
+async def phase_of(kube: KubeClient, namespace: str) -> str:
+    obj = await kube.get(INSTANCES, namespace, NAME) or {}
+    return str((obj.get("status") or {}).get("phase") or "")
+
+
+async def test_runtime_reconciles_status_and_topology_switch(
+    controlplane: Any, kube: KubeClient, namespace: str
+) -> None:
+    """Create → InferenceService; KServe Ready → Instance Ready with details; switch to llm →
+    the InferenceService is pruned; switch back → the llm objects are pruned; delete → all gone."""
+    body = instance_body(namespace, PARAMETERS)
+    del body["spec"]["version"]  # no Provider CR here, so no bundle to check against
+    predictor_component = body["spec"]["components"]["predictor"]
+
+    async with running_manager(controlplane, kserve_provider(), namespace):
+        created = await kube.create(INSTANCES, body)
+
+        async def isvc() -> KubeObject | None:
+            return await kube.get(INFERENCE_SERVICE, namespace, NAME)
+
+        applied = await wait_for(isvc)
+        assert applied["spec"] == desired(created)["spec"]
+        assert is_owned_by(applied, created)
+
+        async def provisioning() -> bool:
+            return await phase_of(kube, namespace) == "Provisioning"
+
+        await wait_for(provisioning)
+
+        now = "2026-01-01T00:00:00Z"
+        await write_status(
+            kube,
+            namespace,
+            {
+                "conditions": [
+                    {"type": "PredictorReady", "status": "True", "lastTransitionTime": now},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                ],
+                "address": {"url": f"http://{NAME}-predictor.{namespace}.svc.cluster.local"},
+            },
+        )
+
+        async def ready() -> bool:
+            return await phase_of(kube, namespace) == "Ready"
+
+        await wait_for(ready)
+        instance = await kube.get(INSTANCES, namespace, NAME)
+        assert instance is not None
+        conditions = {c["type"]: c for c in instance["status"]["conditions"]}
+        assert conditions["KServeReady"]["status"] == "True"
+        assert conditions["ConnectionDetailsReady"]["status"] == "True"
+        secret = await kube.get(SECRETS, namespace, f"{NAME}-conn")
+        assert secret is not None
+        assert base64.b64decode(secret["data"]["host"]).decode() == f"{NAME}-predictor.{namespace}.svc.cluster.local"
+
+        # predictor → llm
+        llm_engine = {"type": "vllm", "parameters": {"modelURI": "hf://facebook/opt-125m"}}
+        await kube.patch(
+            INSTANCES,
+            namespace,
+            NAME,
+            {"spec": {"topology": {"type": "llm"}, "components": {"predictor": None, "llmEngine": llm_engine}}},
+        )
+
+        async def switched_to_llm() -> bool:
+            llm = await kube.get(llm_kinds.LLM_INFERENCE_SERVICE, namespace, NAME)
+            return llm is not None and await isvc() is None
+
+        await wait_for(switched_to_llm)
+
+        # llm → predictor
+        await kube.patch(
+            INSTANCES,
+            namespace,
+            NAME,
+            {
+                "spec": {
+                    "topology": {"type": "predictor"},
+                    "components": {"llmEngine": None, "predictor": predictor_component},
+                }
+            },
+        )
+
+        async def switched_back() -> bool:
+            if await isvc() is None:
+                return False
+            for kind in llm_kinds.OWNED:
+                items, _ = await kube.list_all(kind, namespace)
+                if any(is_owned_by(item, created) for item in items):
+                    return False
+            return True
+
+        await wait_for(switched_back)
+
+        async def predictor_status_again() -> bool:
+            """A fresh InferenceService without status; none of the llm topology's conditions."""
+            obj = await kube.get(INSTANCES, namespace, NAME) or {}
+            status = obj.get("status") or {}
+            types = {c["type"] for c in status.get("conditions") or []}
+            return (
+                status.get("phase") == "Provisioning"
+                and status.get("message") == "InferenceService is being created"
+                and not types & LLM_ONLY_CONDITIONS
+            )
+
+        await wait_for(predictor_status_again)
+
+        # Deletion: the runtime removes what it owns, then its finalizer.
+        await kube.delete(INSTANCES, namespace, NAME)
+
+        async def all_gone() -> bool:
+            return await kube.get(INSTANCES, namespace, NAME) is None and await isvc() is None
+
+        await wait_for(all_gone)

@@ -1,0 +1,203 @@
+"""Every validation rule of the predictor topology, with its exact message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors.interface import ValidationFailed
+from provider.predictor import PredictorTopology
+from provider.topology import Catalogs
+
+from .builders import SKLEARN_URI, instance, params
+
+TOPOLOGY = PredictorTopology()
+
+
+def fails(parameters: dict[str, Any] | None = None, **kwargs: Any) -> str:
+    with pytest.raises(ValidationFailed) as err:
+        TOPOLOGY.validate(instance(parameters, **kwargs), Catalogs())
+    return err.value.message
+
+
+def test_valid_instance_passes() -> None:
+    TOPOLOGY.validate(instance(params(runtime="kserve-sklearnserver", minReplicas=0)), Catalogs())
+
+
+def test_missing_component() -> None:
+    assert fails(with_component=False) == 'the "predictor" component is required for the "predictor" topology'
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_missing_model_format(value: str | None) -> None:
+    raw = params(modelFormat=None)
+    if value is not None:
+        raw["modelFormat"] = value
+    assert fails(raw) == "predictor.parameters.modelFormat is required"
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_missing_storage_uri(value: str | None) -> None:
+    raw = params(storageURI=None)
+    if value is not None:
+        raw["storageURI"] = value
+    assert fails(raw) == "predictor.parameters.storageURI is required"
+
+
+def test_empty_parameters_name_model_format_first() -> None:
+    assert fails({}) == "predictor.parameters.modelFormat is required"
+
+
+def test_model_format_checked_before_storage_uri() -> None:
+    assert fails({"storageURI": ""}) == "predictor.parameters.modelFormat is required"
+
+
+def test_negative_min_replicas() -> None:
+    assert fails(params(minReplicas=-1)) == "predictor.parameters.minReplicas must not be negative"
+
+
+def test_negative_max_replicas() -> None:
+    assert fails(params(maxReplicas=-2)) == "predictor.parameters.maxReplicas must not be negative"
+
+
+def test_negative_component_replicas() -> None:
+    assert fails(params(), component={"replicas": -1}) == "predictor replicas must not be negative"
+
+
+def test_min_greater_than_max() -> None:
+    assert (
+        fails(params(minReplicas=5, maxReplicas=3))
+        == "predictor.parameters.maxReplicas (3) must be greater than or equal to minReplicas (5)"
+    )
+
+
+def test_component_replicas_greater_than_max() -> None:
+    assert (
+        fails(params(maxReplicas=2), component={"replicas": 4})
+        == "predictor.parameters.maxReplicas (2) must be greater than or equal to predictor replicas (4)"
+    )
+
+
+def test_min_replicas_overrides_replicas_in_the_max_check() -> None:
+    TOPOLOGY.validate(instance(params(minReplicas=1, maxReplicas=2), component={"replicas": 4}), Catalogs())
+
+
+def test_max_zero_means_unset_and_passes() -> None:
+    TOPOLOGY.validate(instance(params(minReplicas=2, maxReplicas=0)), Catalogs())
+
+
+def test_min_equal_max_passes() -> None:
+    TOPOLOGY.validate(instance(params(minReplicas=3, maxReplicas=3)), Catalogs())
+
+
+@pytest.mark.parametrize(
+    ("runtime", "shown"),
+    [("Kserve-SKLearn", "'Kserve-SKLearn'"), ("my_runtime", "'my_runtime'"), ("-x", "'-x'"), ("a..b", "'a..b'")],
+)
+def test_runtime_name_format(runtime: str, shown: str) -> None:
+    assert fails(params(runtime=runtime)) == (
+        f"predictor.parameters.runtime: {shown} is not a valid ServingRuntime name (a lowercase RFC 1123 "
+        "subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)"
+    )
+
+
+def test_runtime_name_too_long() -> None:
+    assert fails(params(runtime="a" * 254)) == "predictor.parameters.runtime: String should have at most 253 characters"
+
+
+@pytest.mark.parametrize("runtime", ["kserve-sklearnserver", "kserve-mlserver", "team.runtime-1"])
+def test_runtime_name_valid(runtime: str) -> None:
+    TOPOLOGY.validate(instance(params(runtime=runtime)), Catalogs())
+
+
+def test_model_format_uppercase_rejected() -> None:
+    assert fails(params(modelFormat="SKLearn")) == (
+        "predictor.parameters.modelFormat: 'SKLearn' is not a valid model format name (lowercase letters, "
+        "digits, '-', '_' and '.'; e.g. sklearn, xgboost, lightgbm, pytorch)"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["sklearn", "xgboost", "huggingface", "my-custom_format.v2"])
+def test_model_format_any_lowercase_name_allowed(fmt: str) -> None:
+    # A custom ServingRuntime may declare any format; a missing runtime is reported via status.
+    TOPOLOGY.validate(instance(params(modelFormat=fmt)), Catalogs())
+
+
+def test_runtime_version_must_be_an_image_tag() -> None:
+    assert fails(params(runtimeVersion="1.5 beta")) == (
+        "predictor.parameters.runtimeVersion: '1.5 beta' is not a valid image tag (letters, digits, '_', "
+        "'.' and '-', at most 128 characters, not starting with '.' or '-')"
+    )
+
+
+def test_storage_uri_with_whitespace() -> None:
+    assert (
+        fails(params(storageURI=SKLEARN_URI + "\n"))
+        == f"predictor.parameters.storageURI: {SKLEARN_URI + chr(10)!r} must not contain whitespace"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("minReplicas", "1", "predictor.parameters.minReplicas: Input should be a valid integer"),
+        ("minReplicas", True, "predictor.parameters.minReplicas: Input should be a valid integer"),
+        ("minReplicas", 1.5, "predictor.parameters.minReplicas: Input should be a valid integer"),
+        ("maxReplicas", "3", "predictor.parameters.maxReplicas: Input should be a valid integer"),
+        ("modelFormat", 7, "predictor.parameters.modelFormat: Input should be a valid string"),
+        ("storageURI", ["gs://a"], "predictor.parameters.storageURI: Input should be a valid string"),
+        ("runtime", 1, "predictor.parameters.runtime: Input should be a valid string"),
+        ("runtimeVersion", 1.1, "predictor.parameters.runtimeVersion: Input should be a valid string"),
+        (
+            "minReplicas",
+            2**31,
+            "predictor.parameters.minReplicas: Input should be less than or equal to 2147483647",
+        ),
+    ],
+)
+def test_wrong_types(key: str, value: Any, message: str) -> None:
+    assert fails(params(**{key: value})) == message
+
+
+def test_unknown_parameter() -> None:
+    assert fails(params(modelName="x")) == "predictor.parameters.modelName: Extra inputs are not permitted"
+
+
+def test_keys_match_case_insensitively_like_go() -> None:
+    raw = {"modelformat": "sklearn", "storageUri": SKLEARN_URI, "MINREPLICAS": 1}
+    TOPOLOGY.validate(instance(raw), Catalogs())
+
+
+def test_same_parameter_twice_in_different_case() -> None:
+    raw = params(storageUri="s3://b/m")
+    assert fails(raw) == "predictor.parameters.storageURI and storageUri set the same parameter; keep one"
+
+
+def test_null_parameter_is_unset() -> None:
+    TOPOLOGY.validate(instance(params(runtime=None) | {"runtime": None, "maxReplicas": None}), Catalogs())
+
+
+def test_go_rule_order_min_replicas_negative_before_type_errors() -> None:
+    assert fails(params(minReplicas=-1, runtime=5)) == "predictor.parameters.minReplicas must not be negative"
+
+
+@pytest.mark.parametrize(
+    ("resources", "message"),
+    [
+        (
+            {"limits": {"cpu": "lots"}},
+            "predictor.resources.limits.cpu: 'lots' is not a valid quantity (e.g. 500m, 1, 2Gi)",
+        ),
+        (
+            {"requests": {"memory": "2 Gi"}},
+            "predictor.resources.requests.memory: '2 Gi' is not a valid quantity (e.g. 500m, 1, 2Gi)",
+        ),
+        ({"limits": {"cpu": -1}}, "predictor.resources.limits.cpu: -1 must not be negative"),
+        ({"limits": {"cpu": "-1"}}, "predictor.resources.limits.cpu: '-1' is not a valid quantity (e.g. 500m, 1, 2Gi)"),
+        ({"limit": {"cpu": "1"}}, "predictor.resources.limit: Extra inputs are not permitted"),
+        ({"limits": ["cpu"]}, "predictor.resources.limits: Input should be a valid dictionary"),
+    ],
+)
+def test_resources(resources: dict[str, Any], message: str) -> None:
+    assert fails(params(), component={"resources": resources}) == message
