@@ -9,6 +9,7 @@ rest, api_client) and the config loaders. Only this module knows about that tric
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import json
 import sys
 import time
@@ -19,27 +20,34 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kubernetes_asyncio
 
 from actors.interface import KubeObject, Resource
 
 
 def _install_lean_client_package() -> None:
-    name = "kubernetes_asyncio.client"
-    if name in sys.modules:
+    """Register stubs for `kubernetes_asyncio` and `kubernetes_asyncio.client` (whose __init__
+    files import every API and model class), then import only the submodules we use."""
+    if "kubernetes_asyncio.client" in sys.modules:
         return
-    stub = types.ModuleType(name)
-    stub.__path__ = [str(Path(kubernetes_asyncio.__file__).parent / "client")]
-    sys.modules[name] = stub
+    spec = importlib.util.find_spec("kubernetes_asyncio")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("kubernetes_asyncio is not installed")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    for name, path in (("kubernetes_asyncio", root), ("kubernetes_asyncio.client", root / "client")):
+        if name not in sys.modules:
+            stub = types.ModuleType(name)
+            stub.__path__ = [str(path)]
+            sys.modules[name] = stub
     # api_client.py does `import kubernetes_asyncio.client.models` only to deserialize typed
     # responses, which we never ask for.
-    sys.modules[f"{name}.models"] = types.ModuleType(f"{name}.models")
+    sys.modules["kubernetes_asyncio.client.models"] = types.ModuleType("kubernetes_asyncio.client.models")
     from kubernetes_asyncio.client import api_client, configuration, exceptions, rest
 
-    stub.Configuration = configuration.Configuration  # type: ignore[attr-defined]
-    stub.ApiClient = api_client.ApiClient  # type: ignore[attr-defined]
-    stub.ApiException = exceptions.ApiException  # type: ignore[attr-defined]
-    stub.rest = rest  # type: ignore[attr-defined]
+    client = sys.modules["kubernetes_asyncio.client"]
+    client.Configuration = configuration.Configuration  # type: ignore[attr-defined]
+    client.ApiClient = api_client.ApiClient  # type: ignore[attr-defined]
+    client.ApiException = exceptions.ApiException  # type: ignore[attr-defined]
+    client.rest = rest  # type: ignore[attr-defined]
 
 
 _install_lean_client_package()
