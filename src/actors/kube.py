@@ -167,10 +167,9 @@ class KubeClient:
         finally:
             for observe in self.observers:
                 observe(_verb(method, query, name), resource, code, time.perf_counter() - started)
-        decoded: Any = json.loads(raw) if raw else {}
         if not 200 <= code <= 299:
-            raise _api_error(code, decoded)
-        return decoded
+            raise _api_error(code, _decode_error_body(raw))
+        return json.loads(raw) if raw else {}
 
     # -- verbs -----------------------------------------------------------------------------
 
@@ -257,8 +256,7 @@ class KubeClient:
             observe("watch", str(res), response.status, time.perf_counter() - started)
         try:
             if response.status != 200:
-                raw = await response.read()
-                raise _api_error(response.status, json.loads(raw) if raw else {})
+                raise _api_error(response.status, _decode_error_body(await response.read()))
             async for line in response.content:
                 if not line.strip():
                     continue
@@ -359,6 +357,15 @@ class KubeClient:
                 return set()
             raise
         return {r["name"] for r in doc.get("resources", []) if "/" not in r["name"]}
+
+
+def _decode_error_body(raw: bytes) -> Any:
+    """A metav1.Status, or the plain text some paths answer with (e.g. `404 page not found` for a
+    group that is not served)."""
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return raw.decode(errors="replace").strip()
 
 
 def _api_error(code: int, decoded: Any) -> ApiError:
