@@ -43,7 +43,7 @@ generate-check: $(STAMP)
 	$(BIN)/provider-kserve generate --check
 
 bench: $(STAMP) binaries
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/converge_null.py 100 1000
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
