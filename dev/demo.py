@@ -105,7 +105,8 @@ async def main(args: argparse.Namespace) -> None:
     try:
         async with await KubeClient.connect(str(plane.kubeconfig)) as kube:
             await ensure_namespace(kube, NAMESPACE)
-            spec = yaml.safe_load((ROOT / "charts/provider-kserve/generated/provider-spec.yaml").read_text())
+            generated = yaml.safe_load((ROOT / "charts/provider-kserve/generated/provider-spec.yaml").read_text())
+            spec = generated["spec"]
             await kube.create(
                 PROVIDERS,
                 {"apiVersion": "core.openeverest.io/v1alpha1", "kind": "Provider",
