@@ -50,6 +50,8 @@ class StatusInputs:
     gateway_base_url: str | None = None
     # Optional kinds not served by the API server (CRD absent), e.g. monitoring.coreos.com.
     missing: frozenset[Resource] = field(default_factory=frozenset)
+    # The chart's catalogs, for facts about the chosen model (is it gated?).
+    catalogs: Catalogs = field(default_factory=lambda: Catalogs())
 
 
 # Observed derived objects by (kind, name).

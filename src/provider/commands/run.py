@@ -70,7 +70,7 @@ async def _run(args: argparse.Namespace) -> None:
 
     log = structlog.get_logger("provider.run")
     client = await KubeClient.connect(args.kubeconfig, args.context)
-    provider, shared = build_provider(os.environ)
+    provider, shared = build_provider(os.environ, client=client)
     options = ManagerOptions(
         namespaces=args.namespaces,
         max_concurrent=args.max_concurrent,

@@ -1,0 +1,222 @@
+"""`KServeProvider`: the runtime's `actors.interface.Provider` for KServe.
+
+It parses the Instance, checks it is ours, dispatches on `spec.topology.type` to a pure topology
+handler (provider.topologies) and gathers the few inputs that need an API read or a shared actor
+(catalogs, node addresses, the AI Gateway's address) before calling it. `render` is the one code
+path from an Instance to its desired objects: the runtime's `desired()` and the `provider-kserve
+render` command both use it, so what render prints is what the controller applies.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+import structlog
+from pydantic import ValidationError
+
+from actors.interface import (
+    KubeObject,
+    Phase,
+    ReconcileContext,
+    Resource,
+    StatusReport,
+    ValidationFailed,
+)
+from actors.kube import ApiError, KubeClient
+from actors.shared import SharedActors
+from provider.catalog_actor import register_catalogs
+from provider.errors import first_error_message
+from provider.gateway_actor import AIGatewayActor, BaseURL
+from provider.instance import Instance
+from provider.llm.kinds import NODE, OPTIONAL
+from provider.llm.quote import quote
+from provider.names import PROVIDER_NAME
+from provider.settings import ProviderSettings
+from provider.topologies import build_topologies
+from provider.topology import Catalogs, StatusInputs, TopologyHandler
+
+log = structlog.get_logger("provider.kserve")
+
+# Where catalogs come from: a snapshot, or a (possibly async) call to the catalog actor.
+CatalogSource = Catalogs | Callable[[], Catalogs | Awaitable[Catalogs]]
+# The shared AI Gateway's published base URL, None until it has an address.
+GatewayAddressSource = Callable[[], Awaitable[str | None]]
+
+
+def node_addresses(nodes: Iterable[KubeObject]) -> list[str]:
+    """Node addresses for NodePort endpoints: every ExternalIP first, then every InternalIP."""
+    external: list[str] = []
+    internal: list[str] = []
+    for node in nodes:
+        for address in (node.get("status") or {}).get("addresses") or []:
+            kind, value = address.get("type"), str(address.get("address") or "")
+            if value and kind == "ExternalIP":
+                external.append(value)
+            elif value and kind == "InternalIP":
+                internal.append(value)
+    return external + internal
+
+
+def _uses_node_port(observed: Mapping[tuple[str, str], KubeObject]) -> bool:
+    return any(
+        kind == "Service" and (obj.get("spec") or {}).get("type") == "NodePort" for (kind, _), obj in observed.items()
+    )
+
+
+@contextmanager
+def _one_line_messages() -> Iterator[None]:
+    """Messages end up in `kubectl get` and in conditions: escape any control characters (a key or
+    value the user wrote with a newline, say) that a rule echoed without quoting."""
+    try:
+        yield
+    except ValidationFailed as exc:
+        text = exc.message
+        if not text.isprintable():
+            text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+            raise ValidationFailed(text) from None
+        raise
+
+
+class KServeProvider:
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        *,
+        catalogs: CatalogSource | None = None,
+        topologies: Mapping[str, TopologyHandler] | None = None,
+        gateway_base_url: GatewayAddressSource | None = None,
+    ) -> None:
+        self.settings = settings
+        self._catalogs: CatalogSource = catalogs if catalogs is not None else Catalogs()
+        self.topologies: Mapping[str, TopologyHandler] = (
+            topologies if topologies is not None else build_topologies(settings)
+        )
+        self._gateway_base_url = gateway_base_url
+
+    @property
+    def name(self) -> str:
+        return PROVIDER_NAME
+
+    def owned_resources(self) -> Sequence[Resource]:
+        """The union of the topologies' kinds: pruning then also removes a previous topology's objects."""
+        seen: dict[Resource, None] = {}
+        for handler in self.topologies.values():
+            seen.update(dict.fromkeys(handler.resources()))
+        return tuple(seen)
+
+    def required_resources(self) -> frozenset[Resource]:
+        """Our kinds minus the optional integrations (PodMonitor, Envoy AI Gateway)."""
+        return frozenset(self.owned_resources()) - OPTIONAL
+
+    # -- synchronous core (shared by the runtime and `render`) ----------------------------------
+
+    def parse(self, obj: KubeObject) -> Instance:
+        """The Instance model, or ValidationFailed with the first problem and the field it is in."""
+        try:
+            instance = Instance.model_validate(obj)
+        except ValidationError as exc:
+            raise ValidationFailed(first_error_message("", exc)) from None
+        # Every derived name starts with the Instance name; the API server never hands us an empty
+        # one, but render and the validation endpoint take documents as written.
+        if not instance.metadata.name:
+            raise ValidationFailed("metadata.name is required")
+        if not instance.metadata.namespace:
+            raise ValidationFailed("metadata.namespace must not be empty")
+        ref = instance.spec.provider_ref.name
+        if ref != PROVIDER_NAME:
+            raise ValidationFailed(f'spec.providerRef.name is {quote(ref)}, but this provider is "{PROVIDER_NAME}"')
+        return instance
+
+    def topology_for(self, instance: Instance) -> TopologyHandler:
+        known = ", ".join(sorted(self.topologies))
+        kind = instance.spec.topology.type if instance.spec.topology is not None else None
+        if not kind:
+            raise ValidationFailed(f"spec.topology.type is required (one of: {known})")
+        handler = self.topologies.get(kind)
+        if handler is None:
+            raise ValidationFailed(f"unsupported topology {quote(kind)} (one of: {known})")
+        return handler
+
+    def check(self, obj: KubeObject, catalogs: Catalogs) -> Instance:
+        """Every validation rule; the parsed Instance when it passes."""
+        with _one_line_messages():
+            instance = self.parse(obj)
+            self.topology_for(instance).validate(instance, catalogs)
+        return instance
+
+    def render(
+        self, obj: KubeObject, *, catalogs: Catalogs, available: frozenset[Resource] | None = None
+    ) -> list[KubeObject]:
+        """The desired objects of one Instance, without ownership metadata. `available` lists the
+        served kinds (optional ones are skipped when absent); None means all of ours."""
+        served = frozenset(self.owned_resources()) if available is None else available
+        with _one_line_messages():
+            instance = self.parse(obj)
+            return self.topology_for(instance).desired(instance, catalogs, served)
+
+    # -- the runtime's Provider protocol ----------------------------------------------------------
+
+    async def catalogs(self) -> Catalogs:
+        source = self._catalogs
+        if isinstance(source, Catalogs):
+            return source
+        result = source()
+        return await result if inspect.isawaitable(result) else result
+
+    async def validate(self, ctx: ReconcileContext) -> None:
+        self.check(ctx.instance, await self.catalogs())
+
+    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+        return self.render(ctx.instance, catalogs=await self.catalogs(), available=ctx.available)
+
+    async def status(self, ctx: ReconcileContext) -> StatusReport:
+        try:
+            instance = self.parse(ctx.instance)
+            handler = self.topology_for(instance)
+        except ValidationFailed as exc:
+            return StatusReport(Phase.FAILED, exc.message)
+        inputs = StatusInputs(
+            node_addresses=await self._node_addresses(ctx) if _uses_node_port(ctx.observed) else (),
+            gateway_base_url=await self._gateway_base_url() if self._gateway_base_url is not None else None,
+            missing=frozenset(r for r in handler.resources() if r not in ctx.available),
+            catalogs=await self.catalogs(),
+        )
+        return handler.status(instance, ctx.observed, inputs)
+
+    async def cleanup(self, ctx: ReconcileContext) -> None:
+        """Nothing beyond the runtime's own cleanup: it deletes every object we own (all carry the
+        Instance's controller reference), including the LLMInferenceService and its config."""
+
+    async def _node_addresses(self, ctx: ReconcileContext) -> list[str]:
+        try:
+            nodes, _ = await ctx.client.list_all(NODE)
+        except ApiError as err:
+            # Only the NodePort details depend on it; status says it is still waiting for them.
+            log.warning("cannot list nodes for NodePort connection details", error=str(err))
+            return []
+        return node_addresses(nodes)
+
+
+def build_provider(environ: Mapping[str, str], client: KubeClient | None = None) -> tuple[KServeProvider, SharedActors]:
+    """The provider as `provider-kserve run` starts it, configured from the chart's environment.
+
+    Registers the shared actors it asks: the model and LoRA catalogs (provider.catalog_actor) and,
+    given a client to watch the shared Gateway with, the AI Gateway actor (provider.gateway_actor).
+    Without a client AI Gateway Instances stay Provisioning (`Waiting for Envoy AI Gateway address`).
+    """
+    settings = ProviderSettings.from_env(environ)
+    shared = SharedActors()
+    catalogs = register_catalogs(shared, environ)
+    base_url: GatewayAddressSource | None = None
+    if client is not None:
+        gateway = AIGatewayActor(client, settings, shared)
+        shared.register(gateway)
+
+        async def ask_gateway() -> str | None:
+            url: str | None = await gateway.ask(BaseURL())
+            return url
+
+        base_url = ask_gateway
+    return KServeProvider(settings, catalogs=catalogs, gateway_base_url=base_url), shared

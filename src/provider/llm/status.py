@@ -1,0 +1,334 @@
+"""Map the observed LLMInferenceService (and friends) onto the Instance status.
+
+Phases (contract.md §1.3, kserve-behavior §4.1, going beyond the Go provider where it misled):
+
+- no LLMInferenceService yet → Provisioning `Waiting for LLMInferenceService`;
+- KServe has not yet looked at the current spec (status.observedGeneration behind) → Provisioning,
+  so a Ready from before an edit is not reported for the edited spec;
+- KServe cannot combine the configuration (PresetsCombined or Ready False with ConfigNotFound,
+  CombineBaseError or InvalidRenderedConfig: a missing preset or baseRef, a config the API server
+  rejects) → Failed, with what to check. Go showed these as Provisioning forever (§10.7);
+- KServe `Ready=True` → Ready, with connection details:
+  - AI Gateway: the gateway URL once the route is accepted and the Gateway has an address
+    (Provisioning until then);
+  - LoadBalancer/NodePort: that endpoint once assigned; until then Ready with the in-cluster URL
+    and `ExternalAccessReady=False` explaining the wait (the model already serves in-cluster);
+  - gateway routing: KServe's `status.url`;
+  - otherwise the in-cluster URL of KServe's workload Service on port 8000;
+- anything else → Provisioning with KServe's own Ready message.
+
+KServe 0.20 keeps an AI-Gateway-fronted service at `WaitingForGateway`: it waits for a Gateway of
+its own to adopt the InferencePool, which never happens when the Envoy AI Gateway routes to the pool
+through an AIGatewayRoute. When the workloads are ready, that is the only thing KServe waits for
+and the route is accepted, the Instance is Ready and the `AIGatewayRoute` condition says why
+KServe's Ready is False.
+
+Every KServe condition is passed through with a `KServe` prefix (`KServeReady`,
+`KServeWorkloadsReady`, …) carrying KServe's reason and message; the provider adds its own
+conditions for what it decided (token, metrics, external access, gateway route, token quota).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
+from provider import names
+from provider.llm import connection, kinds
+from provider.llm.gateway import route_state, token_limit_enforced
+from provider.llm.inputs import LlmInputs
+from provider.llm.monitoring import metrics_wanted
+from provider.llm.serviceaccount import hf_token_attached, hf_token_blocked
+from provider.settings import ProviderSettings
+from provider.topology import Observed, StatusInputs
+
+CONDITION_PREFIX: Final = "KServe"
+REQUEUE_NOT_READY: Final = 15.0
+REQUEUE_FAILED: Final = 30.0
+
+WAITING_LLMISVC: Final = "Waiting for LLMInferenceService"
+CREATING: Final = "LLMInferenceService is being created"
+WAITING_GATEWAY_ADDRESS: Final = "Waiting for Envoy AI Gateway address"
+WAITING_FOR_GATEWAY: Final = "WaitingForGateway"
+# KServe reasons that mean the configuration cannot be combined: waiting does not fix them.
+CONFIG_FAILURES: Final = frozenset({"ConfigNotFound", "CombineBaseError", "InvalidRenderedConfig"})
+# Router sub-conditions and their roll-ups; the rest of the Ready roll-up is about workloads.
+_ROUTER_ROLLUPS: Final = frozenset({"Ready", "RouterReady"})
+_NOT_IN_READY: Final = frozenset({"GroupReady", "GroupDegraded"})
+
+# Provider conditions.
+HF_TOKEN: Final = "HuggingFaceToken"
+METRICS: Final = "Metrics"
+EXTERNAL_ACCESS: Final = "ExternalAccessReady"
+AI_GATEWAY_ROUTE: Final = "AIGatewayRoute"
+TOKEN_LIMIT: Final = "TokenLimit"
+MODEL_ACCESS: Final = "ModelAccess"
+
+# metav1.Condition.reason: CamelCase-ish, at most 1024 characters.
+_REASON: Final = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_FALLBACK_REASON: Final = {"True": "Ready", "False": "NotReady", "Unknown": "Unknown"}
+
+
+# -- KServe conditions ----------------------------------------------------------------------------
+
+
+def _conditions(obj: KubeObject) -> list[dict[str, Any]]:
+    raw = (obj.get("status") or {}).get("conditions") or []
+    return [c for c in raw if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"]]
+
+
+def _condition(obj: KubeObject, type_: str) -> dict[str, Any] | None:
+    return next((c for c in _conditions(obj) if c["type"] == type_), None)
+
+
+def _is_true(cond: dict[str, Any] | None) -> bool:
+    return cond is not None and cond.get("status") == "True"
+
+
+def _reason(raw: Any, status: str) -> str:
+    """A valid metav1 reason: KServe's when it is one, else its words in CamelCase, else a default."""
+    text = str(raw or "")
+    if _REASON.fullmatch(text) and len(text) <= 1024:
+        return text
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    camel = "".join(w[:1].upper() + w[1:] for w in words).lstrip("0123456789")[:1024]
+    return camel or _FALLBACK_REASON[status]
+
+
+def passthrough_conditions(llmisvc: KubeObject) -> list[Condition]:
+    out: list[Condition] = []
+    for cond in _conditions(llmisvc):
+        status = str(cond.get("status"))
+        if status not in _FALLBACK_REASON:
+            status = "Unknown"
+        out.append(
+            Condition(
+                type=CONDITION_PREFIX + cond["type"],
+                status=status,
+                reason=_reason(cond.get("reason"), status),
+                message=str(cond.get("message") or ""),
+            )
+        )
+    return out
+
+
+def _ready_message(llmisvc: KubeObject) -> str:
+    ready = _condition(llmisvc, "Ready") or {}
+    return str(ready.get("message") or ready.get("reason") or CREATING)
+
+
+def config_failure(llmisvc: KubeObject) -> str | None:
+    """The Failed message when KServe cannot combine the configuration, else None."""
+    for type_ in ("PresetsCombined", "Ready"):
+        cond = _condition(llmisvc, type_)
+        if cond is None or cond.get("status") != "False" or cond.get("reason") not in CONFIG_FAILURES:
+            continue
+        reason, message = str(cond["reason"]), str(cond.get("message") or "")
+        detail = f": {message}" if message else ""
+        hint = (
+            "check llmEngine.parameters.baseRefs and that the provider chart installed KServe's presets "
+            "(llmPresets.enabled, cpuProfile.enabled for computeProfile cpu)"
+            if reason == "ConfigNotFound"
+            else "check llmEngine.parameters.config and the configs in baseRefs"
+        )
+        return f"KServe cannot combine the LLMInferenceService configuration ({reason}{detail}); {hint}"
+    return None
+
+
+def stale_generation(llmisvc: KubeObject) -> str | None:
+    generation = (llmisvc.get("metadata") or {}).get("generation")
+    observed = (llmisvc.get("status") or {}).get("observedGeneration")
+    if isinstance(generation, int) and isinstance(observed, int) and observed < generation:
+        return f"Waiting for KServe to reconcile the LLMInferenceService (generation {generation}, observed {observed})"
+    return None
+
+
+def only_waiting_for_gateway(llmisvc: KubeObject) -> bool:
+    """Workloads ready, and every other blocking condition is KServe waiting for a Gateway."""
+    if not _is_true(_condition(llmisvc, "WorkloadsReady")):
+        return False
+    blocking = [c for c in _conditions(llmisvc) if c.get("status") != "True" and c["type"] not in _NOT_IN_READY]
+    waiting = [c for c in blocking if c.get("reason") == WAITING_FOR_GATEWAY]
+    return bool(waiting) and all(c["type"] in _ROUTER_ROLLUPS or c in waiting for c in blocking)
+
+
+# -- provider conditions ----------------------------------------------------------------------
+
+
+def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs) -> list[Condition]:
+    out: list[Condition] = []
+    if hf_token_attached(inputs, settings):
+        out.append(
+            Condition(
+                HF_TOKEN,
+                "True",
+                "Attached",
+                f"The model pods run as ServiceAccount {names.model_puller_name(inputs.name)}, which carries "
+                f'Secret "{settings.hf_token_secret_name}"',
+            )
+        )
+    elif hf_token_blocked(inputs, settings):
+        out.append(
+            Condition(
+                HF_TOKEN,
+                "False",
+                "GatewayRoutingOwnsServiceAccount",
+                f'The Hugging Face token Secret "{settings.hf_token_secret_name}" is not attached: with '
+                "enableGatewayRouting KServe runs the model pods under a ServiceAccount it manages, so gated "
+                "models cannot be downloaded. Use a public model, or turn enableGatewayRouting off.",
+            )
+        )
+    gated = next(
+        (m for m in status_inputs.catalogs.models if m.gated and m.uri == inputs.engine.model_uri), None
+    )
+    if gated is not None and not settings.hf_token_secret_name:
+        # Without this the first sign of trouble is a 401 deep in the storage-initializer's log.
+        out.append(
+            Condition(
+                MODEL_ACCESS,
+                "False",
+                "HuggingFaceTokenMissing",
+                f'Model "{gated.label}" ({gated.uri}) is gated in the model catalog, but the provider chart '
+                "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused",
+            )
+        )
+    if metrics_wanted(inputs, settings):
+        if kinds.POD_MONITOR in status_inputs.missing:
+            out.append(
+                Condition(
+                    METRICS,
+                    "False",
+                    "PrometheusOperatorNotInstalled",
+                    f"PodMonitor {names.metrics_name(inputs.name)} is skipped: the cluster does not serve "
+                    "podmonitors.monitoring.coreos.com. It is created once the Prometheus Operator is installed.",
+                )
+            )
+        else:
+            out.append(Condition(METRICS, "True", "PodMonitorCreated", f"PodMonitor {names.metrics_name(inputs.name)}"))
+    if inputs.uses_ai_gateway and inputs.topology.token_limit_per_hour is not None:
+        if token_limit_enforced(inputs, settings):
+            out.append(
+                Condition(
+                    TOKEN_LIMIT,
+                    "True",
+                    "Enforced",
+                    f"{inputs.topology.token_limit_per_hour} tokens per user and hour "
+                    f"(BackendTrafficPolicy {names.token_limit_name(inputs.name)})",
+                )
+            )
+        else:
+            out.append(
+                Condition(
+                    TOKEN_LIMIT,
+                    "False",
+                    "RateLimitBackendNotConfigured",
+                    "tokenLimitPerHour is not enforced: the provider chart configures no rate-limit Redis for "
+                    "Envoy Gateway (envoy-gateway.config.envoyGateway.rateLimit.backend.redis.url)",
+                )
+            )
+    return out
+
+
+# -- phases -----------------------------------------------------------------------------------
+
+
+def _report(
+    phase: Phase,
+    message: str,
+    conditions: Iterable[Condition],
+    details: ConnectionDetails | None = None,
+    requeue: float | None = None,
+) -> StatusReport:
+    return StatusReport(phase, message, tuple(conditions), details, requeue)
+
+
+def _gateway_status(
+    inputs: LlmInputs, llmisvc: KubeObject, observed: Observed, status_inputs: StatusInputs, conditions: list[Condition]
+) -> StatusReport:
+    route_name = names.ai_gateway_route_name(inputs.name)
+    if kinds.AI_GATEWAY_ROUTE in status_inputs.missing:
+        message = (
+            "Waiting for the Envoy AI Gateway: the cluster does not serve aigatewayroutes.aigateway.envoyproxy.io "
+            "(install the provider chart with aiGateway.enabled)"
+        )
+        conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "CRDNotInstalled", message))
+        return _report(Phase.PROVISIONING, message, conditions, requeue=REQUEUE_NOT_READY)
+    accepted, why = route_state(observed.get(("AIGatewayRoute", route_name)))
+    ready = _is_true(_condition(llmisvc, "Ready"))
+    if accepted:
+        note = f"Envoy AI Gateway accepted route {route_name}"
+        if not ready and only_waiting_for_gateway(llmisvc):
+            note += (
+                f"; KServe's Ready stays False with {WAITING_FOR_GATEWAY} because it waits for a Gateway of its own "
+                f"to adopt InferencePool {names.inference_pool_name(inputs.name)}, which the AI Gateway route "
+                "serves instead. The model is serving."
+            )
+            ready = True
+        conditions.append(Condition(AI_GATEWAY_ROUTE, "True", "Accepted", note))
+    else:
+        conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "NotAccepted", why))
+    if not ready:
+        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+    if not accepted:
+        return _report(Phase.PROVISIONING, why, conditions, requeue=REQUEUE_NOT_READY)
+    base_url = status_inputs.gateway_base_url
+    details = connection.gateway_details(base_url) if base_url else None
+    if details is None:
+        return _report(Phase.PROVISIONING, WAITING_GATEWAY_ADDRESS, conditions, requeue=REQUEUE_NOT_READY)
+    return _report(Phase.READY, "", conditions, details)
+
+
+def _external_status(
+    inputs: LlmInputs, llmisvc: KubeObject, observed: Observed, status_inputs: StatusInputs, conditions: list[Condition]
+) -> StatusReport:
+    """LoadBalancer/NodePort: that endpoint once assigned, else in-cluster details plus the wait."""
+    kind = inputs.external_service_type
+    service_name = names.external_service_name(inputs.name)
+    service = observed.get(("Service", service_name))
+    if kind == "LoadBalancer":
+        details = connection.load_balancer_details(service)
+        waiting = f"Waiting for the load balancer to assign an address to Service {service_name}"
+    else:
+        details = connection.node_port_details(service, status_inputs.node_addresses)
+        waiting = f"Waiting for a node port on Service {service_name} and a node address"
+    if details is not None:
+        conditions.append(Condition(EXTERNAL_ACCESS, "True", "Assigned", f"{kind} endpoint {details.uri}"))
+        return _report(Phase.READY, "", conditions, details)
+    in_cluster = connection.in_cluster_details(llmisvc, inputs.name, inputs.namespace)
+    conditions.append(Condition(EXTERNAL_ACCESS, "False", f"{kind}Pending", f"{waiting}; in-cluster: {in_cluster.uri}"))
+    return _report(Phase.READY, "", conditions, in_cluster, requeue=REQUEUE_NOT_READY)
+
+
+def llm_status(
+    inputs: LlmInputs, settings: ProviderSettings, observed: Observed, status_inputs: StatusInputs
+) -> StatusReport:
+    own = provider_conditions(inputs, settings, status_inputs)
+    if kinds.LLM_INFERENCE_SERVICE in status_inputs.missing:
+        message = (
+            "KServe is not installed: the cluster does not serve llminferenceservices.serving.kserve.io "
+            "(install the provider chart with kserveCrds.enabled)"
+        )
+        return _report(Phase.FAILED, message, own, requeue=REQUEUE_FAILED)
+    llmisvc = observed.get(("LLMInferenceService", inputs.name))
+    if llmisvc is None:
+        return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
+    conditions = [*passthrough_conditions(llmisvc), *own]
+
+    if (stale := stale_generation(llmisvc)) is not None:
+        return _report(Phase.PROVISIONING, stale, conditions, requeue=REQUEUE_NOT_READY)
+    if (failure := config_failure(llmisvc)) is not None:
+        # Still polled: installing the preset or creating the baseRef heals it without an edit.
+        return _report(Phase.FAILED, failure, conditions, requeue=REQUEUE_FAILED)
+    if inputs.uses_ai_gateway:
+        return _gateway_status(inputs, llmisvc, observed, status_inputs, conditions)
+    if not _is_true(_condition(llmisvc, "Ready")):
+        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+    if inputs.external_service_type is not None:
+        return _external_status(inputs, llmisvc, observed, status_inputs, conditions)
+    url = str((llmisvc.get("status") or {}).get("url") or "")
+    details = connection.url_details(url) if url else None
+    if details is None:
+        details = connection.in_cluster_details(llmisvc, inputs.name, inputs.namespace)
+    return _report(Phase.READY, "", conditions, details)

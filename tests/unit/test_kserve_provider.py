@@ -1,0 +1,298 @@
+"""KServeProvider: parsing, dispatch, the async Provider protocol and the shared render path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
+from actors.kube import ApiError
+from actors.shared import SharedActors
+from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor
+from provider.gateway_actor import AIGatewayActor
+from provider.instance import Instance
+from provider.kserve import KServeProvider, build_provider, node_addresses
+from provider.llm import kinds
+from provider.llm.handler import LlmTopology
+from provider.settings import ProviderSettings
+from provider.topology import Catalogs, LoraAdapter, Observed, StatusInputs
+
+from .llm.builders import CATALOG, instance_dict
+
+SETTINGS = ProviderSettings()
+GATEWAY_ENV = {"AI_GATEWAY_ENABLED": "true", "AI_GATEWAY_NAME": "gw", "AI_GATEWAY_NAMESPACE": "kserve"}
+OTHER = Resource("example.com", "v1", "widgets", "Widget")
+
+
+class FakeTopology:
+    name = "predictor"
+
+    def __init__(self) -> None:
+        self.seen: list[StatusInputs] = []
+
+    def resources(self) -> Sequence[Resource]:
+        return (kinds.SERVICE, OTHER)
+
+    def validate(self, instance: Instance, catalogs: Catalogs) -> None:
+        if not catalogs.lora_adapters:
+            raise ValidationFailed("fake: no catalog")
+
+    def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:
+        return [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": instance.metadata.name}}]
+
+    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
+        self.seen.append(inputs)
+        return StatusReport(Phase.READY)
+
+
+class FakeClient:
+    def __init__(self, nodes: list[KubeObject] | None = None, error: ApiError | None = None) -> None:
+        self.nodes = nodes or []
+        self.error = error
+        self.calls: list[Resource] = []
+
+    async def list_all(self, res: Resource, namespace: str | None = None, **_: Any) -> tuple[list[KubeObject], str]:
+        self.calls.append(res)
+        if self.error is not None:
+            raise self.error
+        return self.nodes, "1"
+
+
+def provider(**kwargs: Any) -> KServeProvider:
+    topologies = {"llm": LlmTopology(SETTINGS), "predictor": FakeTopology()}
+    return KServeProvider(SETTINGS, topologies=topologies, **kwargs)
+
+
+def ctx(
+    obj: KubeObject,
+    *,
+    client: Any = None,
+    available: frozenset[Resource] | None = None,
+    observed: dict[tuple[str, str], KubeObject] | None = None,
+) -> ReconcileContext:
+    return ReconcileContext(
+        instance=obj,
+        client=client or FakeClient(),
+        shared=SharedActors(),
+        available=frozenset(kinds.OWNED) if available is None else available,
+        observed=observed or {},
+    )
+
+
+def node(*addresses: tuple[str, str]) -> KubeObject:
+    return {"status": {"addresses": [{"type": t, "address": a} for t, a in addresses]}}
+
+
+# -- identity and dispatch ------------------------------------------------------------------------
+
+
+def test_name() -> None:
+    assert provider().name == "provider-kserve"
+
+
+def test_owned_resources_are_the_union_without_duplicates() -> None:
+    owned = provider().owned_resources()
+    assert owned == (*kinds.OWNED, OTHER)
+
+
+def test_required_resources_leave_out_optional_integrations() -> None:
+    required = provider().required_resources()
+    assert kinds.POD_MONITOR not in required
+    assert kinds.AI_GATEWAY_ROUTE not in required
+    assert {kinds.LLM_INFERENCE_SERVICE, kinds.SERVICE, OTHER} <= required
+
+
+def test_default_registry_has_llm() -> None:
+    assert isinstance(KServeProvider(SETTINGS).topologies["llm"], LlmTopology)
+
+
+def test_invalid_instance_shape() -> None:
+    obj = instance_dict()
+    del obj["spec"]["providerRef"]
+    with pytest.raises(ValidationFailed) as info:
+        provider().parse(obj)
+    assert info.value.message == "spec.providerRef: Field required"
+
+
+@pytest.mark.parametrize(
+    ("field", "message"), [("name", "metadata.name is required"), ("namespace", "metadata.namespace must not be empty")]
+)
+def test_empty_name_or_namespace(field: str, message: str) -> None:
+    obj = instance_dict()
+    obj["metadata"][field] = ""
+    with pytest.raises(ValidationFailed) as info:
+        provider().check(obj, CATALOG)
+    assert info.value.message == message
+
+
+def test_other_provider() -> None:
+    obj = instance_dict()
+    obj["spec"]["providerRef"]["name"] = "provider-mariadb"
+    with pytest.raises(ValidationFailed) as info:
+        provider().parse(obj)
+    assert info.value.message == 'spec.providerRef.name is "provider-mariadb", but this provider is "provider-kserve"'
+
+
+@pytest.mark.parametrize("topology_type", [None, ""])
+def test_topology_type_required(topology_type: str | None) -> None:
+    with pytest.raises(ValidationFailed) as info:
+        provider().check(instance_dict(topology_type=topology_type), CATALOG)
+    assert info.value.message == "spec.topology.type is required (one of: llm, predictor)"
+
+
+def test_unsupported_topology() -> None:
+    with pytest.raises(ValidationFailed) as info:
+        provider().check(instance_dict(topology_type="batch"), CATALOG)
+    assert info.value.message == 'unsupported topology "batch" (one of: llm, predictor)'
+
+
+def test_messages_stay_on_one_line() -> None:
+    with pytest.raises(ValidationFailed) as info:
+        provider().check(instance_dict({"odd\nkey": 1}), CATALOG)
+    assert info.value.message == "llmEngine.parameters.odd\\nkey: Extra inputs are not permitted"
+    with pytest.raises(ValidationFailed) as info:
+        provider().render(instance_dict(topology_type="llm\tv2"), catalogs=CATALOG)
+    assert info.value.message == 'unsupported topology "llm\\tv2" (one of: llm, predictor)'
+
+
+def test_dispatch_to_the_named_topology() -> None:
+    objs = provider().render(instance_dict(topology_type="predictor"), catalogs=CATALOG)
+    assert objs == [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "chat"}}]
+
+
+def test_render_is_unstamped_and_respects_available() -> None:
+    objs = provider().render(instance_dict(), catalogs=CATALOG, available=provider().required_resources())
+    assert [o["kind"] for o in objs] == ["LLMInferenceService"]
+    assert "ownerReferences" not in objs[0]["metadata"]
+
+
+def test_render_assumes_everything_served_by_default() -> None:
+    kinds_ = [o["kind"] for o in provider().render(instance_dict(), catalogs=CATALOG)]
+    assert kinds_ == ["LLMInferenceService", "PodMonitor"]
+
+
+# -- the async Provider protocol ------------------------------------------------------------------
+
+
+async def test_validate_uses_the_catalog_source() -> None:
+    obj = instance_dict({"loraDeployment": "enabled", "loraSlot1": "sql"})
+    calls: list[int] = []
+
+    def source() -> Catalogs:
+        calls.append(1)
+        return Catalogs(lora_adapters=(LoraAdapter("SQL", "sql", "hf://o/sql"),))
+
+    await provider(catalogs=source).validate(ctx(obj))
+    assert calls == [1]
+    with pytest.raises(ValidationFailed) as info:
+        await provider().validate(ctx(obj))
+    assert info.value.message == (
+        'llmEngine.parameters.loraSlot1 references unknown adapter "sql" (add it to chart loraAdapters)'
+    )
+
+
+async def test_async_catalog_source() -> None:
+    async def source() -> Catalogs:
+        return Catalogs(lora_adapters=(LoraAdapter("x", "x", "hf://o/x"),))
+
+    await provider(catalogs=source).validate(ctx(instance_dict(topology_type="predictor")))
+
+
+async def test_desired_uses_available_kinds() -> None:
+    objs = await provider().desired(ctx(instance_dict(), available=frozenset({kinds.LLM_INFERENCE_SERVICE})))
+    assert [o["kind"] for o in objs] == ["LLMInferenceService"]
+
+
+async def test_desired_equals_render() -> None:
+    obj = instance_dict({"config": "replicas: 2"}, topology={"externalAccess": "LoadBalancer"})
+    assert await provider(catalogs=CATALOG).desired(ctx(obj)) == provider().render(obj, catalogs=CATALOG)
+
+
+async def test_status_of_an_unparseable_instance() -> None:
+    obj = instance_dict(topology_type="batch")
+    report = await provider().status(ctx(obj))
+    assert (report.phase, report.message) == (Phase.FAILED, 'unsupported topology "batch" (one of: llm, predictor)')
+
+
+async def test_status_reports_missing_optional_kinds() -> None:
+    fake = FakeTopology()
+    kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
+    await kserve.status(ctx(instance_dict(topology_type="predictor"), available=frozenset({kinds.SERVICE})))
+    assert fake.seen[0].missing == frozenset({OTHER})
+    assert fake.seen[0].node_addresses == ()
+
+
+async def test_status_lists_nodes_only_for_node_ports() -> None:
+    client = FakeClient([node(("InternalIP", "10.0.0.1")), node(("InternalIP", "10.0.0.2"), ("ExternalIP", "1.2.3.4"))])
+    fake = FakeTopology()
+    kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
+    obj = instance_dict(topology_type="predictor")
+    await kserve.status(ctx(obj, client=client))
+    assert client.calls == []
+    node_port = {("Service", "chat-external"): {"kind": "Service", "spec": {"type": "NodePort"}}}
+    await kserve.status(ctx(obj, client=client, observed=node_port))
+    assert client.calls == [kinds.NODE]
+    assert fake.seen[1].node_addresses == ["1.2.3.4", "10.0.0.1", "10.0.0.2"]
+
+
+async def test_node_listing_errors_leave_no_addresses() -> None:
+    client = FakeClient(error=ApiError(403, "Forbidden", "nodes is forbidden", {}))
+    fake = FakeTopology()
+    kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
+    observed = {("Service", "x"): {"kind": "Service", "spec": {"type": "NodePort"}}}
+    await kserve.status(ctx(instance_dict(topology_type="predictor"), client=client, observed=observed))
+    assert fake.seen[0].node_addresses == []
+
+
+async def test_status_passes_the_gateway_address() -> None:
+    async def address() -> str | None:
+        return "http://203.0.113.50"
+
+    fake = FakeTopology()
+    kserve = KServeProvider(SETTINGS, topologies={"predictor": fake}, gateway_base_url=address)
+    await kserve.status(ctx(instance_dict(topology_type="predictor")))
+    assert fake.seen[0].gateway_base_url == "http://203.0.113.50"
+
+
+async def test_status_of_an_llm_instance() -> None:
+    report = await provider().status(ctx(instance_dict()))
+    assert (report.phase, report.message) == (Phase.PROVISIONING, "Waiting for LLMInferenceService")
+
+
+async def test_cleanup_leaves_deletion_to_the_runtime() -> None:
+    client = FakeClient()
+    assert await provider().cleanup(ctx(instance_dict(), client=client)) is None
+    assert client.calls == []
+
+
+def test_node_addresses_external_first() -> None:
+    nodes = [node(("Hostname", "n1"), ("InternalIP", "10.0.0.1")), node(("ExternalIP", "2001:db8::1"))]
+    assert node_addresses(nodes) == ["2001:db8::1", "10.0.0.1"]
+
+
+def test_build_provider_from_environment() -> None:
+    kserve, shared = build_provider({"HF_TOKEN_SECRET_NAME": "hf"})
+    assert kserve.settings.hf_token_secret_name == "hf"
+    assert shared.find(LoraCatalogActor) is not None
+    assert shared.find(AIGatewayActor) is None
+    objs = kserve.render(instance_dict(), catalogs=CATALOG)
+    assert objs[0]["kind"] == "ServiceAccount"
+
+
+async def test_build_provider_asks_the_shared_actors() -> None:
+    kserve, shared = build_provider(
+        {"LORA_ADAPTER_CATALOG": '[{"name": "sql", "uri": "hf://o/sql"}]', **GATEWAY_ENV},
+        client=FakeClient(),  # type: ignore[arg-type]
+    )
+    assert shared.find(AIGatewayActor) is not None
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for actor in (shared.get(ModelCatalogActor), shared.get(LoraCatalogActor), shared.get(AIGatewayActor)):
+                tg.start_soon(actor.run)
+            assert (await kserve.catalogs()).adapter("sql") is not None
+            assert kserve._gateway_base_url is not None
+            assert await kserve._gateway_base_url() is None  # no Gateway address seen yet
+            tg.cancel_scope.cancel()
