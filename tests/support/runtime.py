@@ -12,19 +12,28 @@ import anyio
 from actors.interface import Provider
 from actors.kube import KubeClient
 from actors.manager import Manager, ManagerOptions
+from actors.shared import SharedActors
 
 
 @asynccontextmanager
 async def running_manager(
-    controlplane: Any, provider: Provider, namespace: str, **options: Any
+    controlplane: Any,
+    provider: Provider,
+    namespace: str,
+    *,
+    shared: SharedActors | None = None,
+    client: KubeClient | None = None,
+    **options: Any,
 ) -> AsyncIterator[tuple[Manager, Counter[str]]]:
-    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    """The real Manager for `provider`, watching only `namespace`. Pass the `client` that built
+    the provider's shared actors (e.g. `build_provider(env, client)`) so both talk through it."""
+    client = client or await KubeClient.connect(str(controlplane.kubeconfig))
     requests: Counter[str] = Counter()
     client.observers.append(lambda verb, resource, code, seconds: requests.update([verb]))
     opts = ManagerOptions(
         namespaces=[namespace], metrics_port=None, health_port=None, validation_port=None, **options
     )
-    manager = Manager(client, provider, options=opts)
+    manager = Manager(client, provider, options=opts, shared=shared)
     async with client, anyio.create_task_group() as tg:
         tg.start_soon(manager.run)
         with anyio.fail_after(30):
