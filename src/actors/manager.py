@@ -46,7 +46,7 @@ class ManagerOptions:
     backoff_cap: float = 1000.0
     idle_timeout: float = 60.0
     resync_period: float = 600.0
-    poll_not_ready: float = 15.0
+    poll_not_ready: float = 60.0
     discovery_interval: float = 30.0
     leader_elect: bool = False
     lease_namespace: str = "default"

@@ -1,12 +1,16 @@
 """A compact index of the derived objects we own, fed by label-selected informers.
 
-Per object we keep only what the runtime needs: its resourceVersion (to skip no-op applies), the
-owning Instance (to wake its actor and to inventory it) and whether it is being deleted. No full
-copies: at thousands of Instances the full objects would dominate memory.
+Per object we keep what the runtime needs: its resourceVersion (to skip no-op applies), the
+owning Instance (to wake its actor and to inventory it), whether it is being deleted, and the
+object itself as zlib-compressed JSON without managedFields, for status mapping. Compressed, an
+LLMInferenceService costs well under a kilobyte, so a steady-state pass reads nothing from the
+API server and thousands of Instances still fit the memory budget.
 """
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -14,7 +18,12 @@ from actors.interface import KubeObject, Resource
 from actors.ownership import INSTANCE_KIND
 
 
-@dataclass(frozen=True)
+def _pack(obj: KubeObject) -> bytes:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return zlib.compress(json.dumps({**obj, "metadata": meta}, separators=(",", ":")).encode(), 1)
+
+
+@dataclass(frozen=True, slots=True)
 class OwnedRef:
     resource: Resource
     namespace: str
@@ -24,6 +33,12 @@ class OwnedRef:
     owner_uid: str
     owner_name: str
     deleting: bool
+    packed: bytes = b""
+
+    def object(self) -> KubeObject:
+        """The object as last seen by the watch (without managedFields)."""
+        decoded: KubeObject = json.loads(zlib.decompress(self.packed)) if self.packed else {}
+        return decoded
 
     @property
     def owner_key(self) -> str:
@@ -44,6 +59,7 @@ def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
                 owner_uid=str(ref.get("uid", "")),
                 owner_name=str(ref.get("name", "")),
                 deleting=bool(meta.get("deletionTimestamp")),
+                packed=_pack(obj),
             )
     return None
 

@@ -58,7 +58,7 @@ COND_SYNCED = "Synced"
 class RuntimeConfig:
     provider_name: str
     field_manager: str
-    poll_not_ready: float = 15.0
+    poll_not_ready: float = 60.0
     status_connection_supported: bool = False
 
 

@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--backoff-cap", type=float, default=1000.0, help="longest retry delay (s)")
     parser.add_argument("--idle-timeout", type=float, default=60.0, help="seconds before an idle actor exits")
     parser.add_argument("--resync-period", type=float, default=600.0, help="seconds between full resyncs")
-    parser.add_argument("--poll-not-ready", type=float, default=15.0, help="status poll while not Ready (s)")
+    parser.add_argument("--poll-not-ready", type=float, default=60.0, help="status poll while not Ready (s)")
     parser.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,

@@ -45,8 +45,11 @@ from provider.settings import ProviderSettings
 from provider.topology import Observed, StatusInputs
 
 CONDITION_PREFIX: Final = "KServe"
-REQUEUE_NOT_READY: Final = 15.0
-REQUEUE_FAILED: Final = 30.0
+# The LLMInferenceService and the other derived objects are watched, so KServe's progress arrives
+# as events; this poll is only a safety net for inputs that are not (node addresses for NodePort).
+# Kept long because at thousands of not-yet-Ready Instances every poll is a reconcile.
+REQUEUE_NOT_READY: Final = 60.0
+REQUEUE_FAILED: Final = 60.0
 
 WAITING_LLMISVC: Final = "Waiting for LLMInferenceService"
 CREATING: Final = "LLMInferenceService is being created"

@@ -28,7 +28,8 @@ from actors.interface import ConnectionDetails, KubeObject, Phase, StatusReport
 from provider.llm.connection import url_details
 from provider.llm.status import passthrough_conditions
 
-REQUEUE_SECONDS: Final = 15.0
+# The InferenceService is watched, so KServe's progress arrives as events; this poll is a safety net.
+REQUEUE_SECONDS: Final = 60.0
 
 WAITING_MESSAGE: Final = "Waiting for InferenceService"
 CREATING_MESSAGE: Final = "InferenceService is being created"

@@ -10,7 +10,7 @@ from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, St
 from provider.llm import kinds
 from provider.llm.connection import gateway_details, url_details
 from provider.llm.handler import LlmTopology
-from provider.llm.status import passthrough_conditions
+from provider.llm.status import REQUEUE_FAILED, REQUEUE_NOT_READY, passthrough_conditions
 from provider.settings import ProviderSettings
 from provider.topology import CatalogModel, Catalogs, StatusInputs
 
@@ -72,7 +72,7 @@ def test_waiting_for_llm_inference_service() -> None:
     assert (report.phase, report.message, report.requeue_after) == (
         Phase.PROVISIONING,
         "Waiting for LLMInferenceService",
-        15.0,
+        REQUEUE_NOT_READY,
     )
     assert report.connection is None
 
@@ -90,7 +90,7 @@ def test_not_ready_shows_kserve_message_and_conditions() -> None:
         "KServeReady",
         "Metrics",
     ]
-    assert report.requeue_after == 15.0
+    assert report.requeue_after == REQUEUE_NOT_READY
 
 
 def test_no_conditions_yet() -> None:
@@ -155,7 +155,7 @@ def test_missing_config_is_failed(type_: str) -> None:
         "not found); check llmEngine.parameters.baseRefs and that the provider chart installed KServe's presets "
         "(llmPresets.enabled, cpuProfile.enabled for computeProfile cpu)"
     )
-    assert report.requeue_after == 30.0
+    assert report.requeue_after == REQUEUE_FAILED
 
 
 def test_rejected_config_is_failed() -> None:
@@ -191,7 +191,7 @@ def test_invalid_instance_at_status_time() -> None:
 
 def test_load_balancer_pending_is_ready_in_cluster_with_condition() -> None:
     report = status(llmisvc(), service(), topology={"externalAccess": "LoadBalancer"})
-    assert (report.phase, report.connection, report.requeue_after) == (Phase.READY, IN_CLUSTER, 15.0)
+    assert (report.phase, report.connection, report.requeue_after) == (Phase.READY, IN_CLUSTER, REQUEUE_NOT_READY)
     assert condition(report, "ExternalAccessReady") == Condition(
         "ExternalAccessReady",
         "False",
