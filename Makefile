@@ -5,7 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench clean
+.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale clean
+
+HELM = $(shell dev/build-controlplane.sh helm)/helm
+KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,14 +39,30 @@ unit: $(STAMP)
 integration: $(STAMP) binaries
 	$(BIN)/pytest -q -m integration
 
+## generate: definition/ + parameter models + rbac.py -> generated chart files and published schemas
 generate: $(STAMP)
 	$(BIN)/provider-kserve generate
 
 generate-check: $(STAMP)
 	$(BIN)/provider-kserve generate --check
 
+## vendor-kserve-crds: KServe v0.20.0 CRDs -> chart crds/, presets -> files/kserve/ (checksummed, gitignored)
+vendor-kserve-crds:
+	KSERVE_SRC=$(KSERVE_SRC) charts/provider-kserve/hack/vendor-kserve.sh
+
+## chart-deps: KServe and cert-manager subcharts; needs KSERVE_CHART_REPO and CERT_MANAGER_CHART_REPO set
+chart-deps:
+	HELM=$(HELM) charts/provider-kserve/hack/fetch-deps.sh
+
+helm-lint: vendor-kserve-crds
+	$(HELM) lint charts/provider-kserve
+
+## bench: the null provider's floor; bench-scale: the real provider at 100/1000/5000 Instances
 bench: $(STAMP) binaries
 	$(BIN)/python bench/converge_null.py 100 1000
+
+bench-scale: $(STAMP) binaries
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -93,13 +93,18 @@ async def _run(args: argparse.Namespace) -> None:
     log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect)
     async with client, anyio.create_task_group() as tg:
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async def handle_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        # `kill -HUP`: reconcile every Instance now instead of at the next resync.
+                        log.info("resync requested", signal="SIGHUP")
+                        manager.resync()
+                        continue
                     log.info("stopping", signal=signal.Signals(signum).name)
                     tg.cancel_scope.cancel()
                     return
 
-        tg.start_soon(stop_on_signal)
+        tg.start_soon(handle_signals)
         await manager.run()
         tg.cancel_scope.cancel()

@@ -1,0 +1,1053 @@
+"""The Helm chart: lint, template with the defaults and with every toggle flipped, and its RBAC
+on the real control plane.
+
+Helm is built from its Go module at the version pinned in dev/build-controlplane.sh and cached
+(`HELM` overrides the binary). The chart is rendered from a scratch copy into which the KServe CRDs
+and presets are vendored (hack/vendor-kserve.sh, from shared/crds/kserve) and in which the four
+chart dependencies are stubbed: their real tarballs need a registry, and Helm refuses to render a
+chart whose declared dependencies are missing even when they are disabled. Each stub renders one
+ConfigMap holding the values it received, so the toggles and value plumbing are still checked.
+
+`service_account_kubeconfig` is the helper for running the provider under the chart's
+ServiceAccount: it applies the rendered ServiceAccount and RBAC to the control plane and returns a
+kubeconfig holding a token of that ServiceAccount (TokenRequest).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+from actors.interface import KubeObject, Resource
+from actors.kube import ApiError, KubeClient
+from controlplane import (
+    CRD,
+    ControlPlane,
+    create_or_replace,
+    service_account_token,
+    shared_dir,
+)
+from provider import rbac
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "provider-kserve"
+BUILD_SCRIPT = ROOT / "dev" / "build-controlplane.sh"
+RELEASE_NAMESPACE = "kserve-system"
+
+SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+CLUSTER_ROLE = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDING = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
+ROLE = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDING = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+SSAR = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)
+RBAC_RESOURCES = {
+    "ServiceAccount": SERVICE_ACCOUNT,
+    "ClusterRole": CLUSTER_ROLE,
+    "ClusterRoleBinding": CLUSTER_ROLE_BINDING,
+    "Role": ROLE,
+    "RoleBinding": ROLE_BINDING,
+}
+
+
+# -- helm ----------------------------------------------------------------------------------------
+
+
+@cache
+def helm_binary() -> str:
+    """`HELM`, else the pinned build from dev/build-controlplane.sh (built once, cached)."""
+    if override := os.environ.get("HELM"):
+        return override
+    try:
+        out = subprocess.run(
+            ["bash", str(BUILD_SCRIPT), "helm"], check=True, capture_output=True, text=True, timeout=1800
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+        stderr = getattr(err, "stderr", "") or ""
+        pytest.fail(f"could not build helm with {BUILD_SCRIPT}: {err}\n{stderr[-2000:]}", pytrace=False)
+    helm = Path(out.stdout.strip().splitlines()[-1]) / "helm"
+    if not helm.is_file():
+        pytest.fail(f"{BUILD_SCRIPT} helm did not produce {helm}", pytrace=False)
+    return str(helm)
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([helm_binary(), *args], capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+STUB_TEMPLATE = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: stub-{{ .Chart.Name }}
+  namespace: {{ .Release.Namespace }}
+data:
+  values: {{ toJson .Values | quote }}
+"""
+
+
+def prepare_chart(dest: Path) -> Path:
+    """A copy of the chart with the KServe files vendored and the dependencies stubbed."""
+    chart = dest / "provider-kserve"
+    shutil.copytree(
+        CHART, chart, ignore=shutil.ignore_patterns("charts", "Chart.lock", "serving.kserve.io_*.yaml")
+    )
+    kserve_src = shared_dir() / "crds" / "kserve"
+    subprocess.run(
+        ["bash", str(chart / "hack" / "vendor-kserve.sh"), str(chart)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "KSERVE_SRC": str(kserve_src)},
+    )
+    for dep in yaml.safe_load((chart / "Chart.yaml").read_text())["dependencies"]:
+        stub = chart / "charts" / dep["name"]
+        (stub / "templates").mkdir(parents=True)
+        (stub / "Chart.yaml").write_text(
+            yaml.safe_dump({"apiVersion": "v2", "name": dep["name"], "version": dep["version"]})
+        )
+        (stub / "templates" / "values.yaml").write_text(STUB_TEMPLATE)
+    return chart
+
+
+@pytest.fixture(scope="module")
+def chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return prepare_chart(tmp_path_factory.mktemp("chart"))
+
+
+def render(
+    chart: Path,
+    *sets: str,
+    release: str = "provider-kserve",
+    namespace: str = RELEASE_NAMESPACE,
+    api_versions: Sequence[str] = (),
+) -> list[KubeObject]:
+    args = ["template", release, str(chart), "--namespace", namespace]
+    for value in sets:
+        args += ["--set", value]
+    for api in api_versions:
+        args += ["--api-versions", api]
+    proc = helm(*args, check=False)
+    if proc.returncode != 0:
+        raise RenderError(proc.stderr)
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+class RenderError(Exception):
+    pass
+
+
+def by_kind(docs: Sequence[KubeObject], kind: str) -> list[KubeObject]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def one(docs: Sequence[KubeObject], kind: str, name: str | None = None) -> KubeObject:
+    found = [d for d in by_kind(docs, kind) if name is None or d["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def container(docs: Sequence[KubeObject]) -> dict[str, Any]:
+    deployment = one(docs, "Deployment")
+    (main,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert isinstance(main, dict)
+    return main
+
+
+def parse_run_args(args: list[str]) -> Any:
+    """The Deployment's args as `provider-kserve run` parses them (unknown flags fail)."""
+    import argparse
+
+    from provider.commands import run
+
+    parser = argparse.ArgumentParser()
+    run.register(parser.add_subparsers())
+    return parser.parse_args(["run", *args])
+
+
+def env(docs: Sequence[KubeObject]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(docs)["env"]}
+
+
+# -- lint ----------------------------------------------------------------------------------------
+
+
+def test_helm_lint(chart: Path) -> None:
+    helm("lint", "--strict", str(chart))
+    helm(
+        "lint",
+        "--strict",
+        str(chart),
+        "--set",
+        "aiGateway.enabled=true,metrics.grafanaDashboards.enabled=true",
+    )
+
+
+def test_lint_fresh_checkout() -> None:
+    """A checkout without vendored files or fetched dependencies lints: Helm only warns about the
+    missing dependencies, and reports the presets' `fail` (what to run) as information."""
+    result = helm("lint", str(CHART))
+    assert "missing these dependencies" in result.stdout
+    if not (CHART / "files" / "kserve" / "llmisvcconfigs.yaml").exists():
+        assert "make vendor-kserve-crds" in result.stdout + result.stderr
+
+
+# -- template: defaults ---------------------------------------------------------------------------
+
+
+def test_template_defaults(chart: Path) -> None:
+    docs = render(chart)
+    kinds = sorted({d["kind"] for d in docs})
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "LLMInferenceServiceConfig",
+        "Provider",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ]
+    # Namespaced objects all land in the release namespace.
+    for doc in docs:
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "Provider"):
+            assert doc["metadata"]["namespace"] == RELEASE_NAMESPACE, doc["metadata"]["name"]
+
+    deployment = one(docs, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "provider-kserve"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    main = container(docs)
+    assert main["image"] == "provider-kserve:dev"
+    assert main["securityContext"]["readOnlyRootFilesystem"] is True
+    assert main["securityContext"]["allowPrivilegeEscalation"] is False
+    assert main["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert {p["name"]: p["containerPort"] for p in main["ports"]} == {
+        "metrics": 8080,
+        "health": 8081,
+        "http": 8082,
+    }
+    assert main["resources"]["requests"] and main["resources"]["limits"]
+    parsed = parse_run_args(main["args"])
+    assert (parsed.metrics_port, parsed.health_port, parsed.validation_port) == (8080, 8081, 8082)
+    assert parsed.leader_elect is True and parsed.lease_name == "provider-kserve-leader"
+    assert {m["mountPath"] for m in main["volumeMounts"]} == {"/tmp"}
+
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    variables = env(docs)
+    assert json.loads(variables["LORA_ADAPTER_CATALOG"]) == values["loraAdapters"]
+    assert variables["HF_TOKEN_SECRET_NAME"] == ""
+    assert variables["AI_GATEWAY_ENABLED"] == "false"
+    assert variables["ENABLE_POD_MONITOR"] == "true"
+    assert variables["POD_MONITOR_INTERVAL"] == "30s"
+    assert variables["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert not [name for name in variables if name.startswith("OTEL_")]
+
+    service = one(docs, "Service")
+    assert {p["name"]: (p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        "http": (8082, "http"),
+        "metrics": (8080, "metrics"),
+    }
+
+    # RBAC is exactly the generated rules.
+    assert one(docs, "ClusterRole")["rules"] == rbac.policy_rules("cluster")
+    assert one(docs, "Role")["rules"] == rbac.policy_rules("namespace")
+    binding = one(docs, "ClusterRoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "provider-kserve", "namespace": RELEASE_NAMESPACE}
+    ]
+
+    # The Provider CR: generated spec + catalogs + release.
+    provider = one(docs, "Provider")
+    generated = yaml.safe_load((CHART / "generated" / "provider-spec.yaml").read_text())
+    assert provider["metadata"]["name"] == generated["name"] == "provider-kserve"
+    spec = provider["spec"]
+    assert spec["release"] == {"version": "0.1.0"}
+    catalog = spec["uiSchema"]["llm"].pop("modelCatalog")
+    lora = spec["uiSchema"]["llm"].pop("loraCatalog")
+    spec.pop("release")
+    assert spec == generated["spec"]
+    assert len(catalog) == len(values["models"])
+    assert {
+        "label": "Llama 3.1 8B Instruct (gated)",
+        "uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+    } in catalog
+    assert {"label": "OPT 125M", "uri": "hf://facebook/opt-125m"} in catalog
+    assert lora == values["loraAdapters"]
+
+    # KServe's ten presets plus the CPU profile, in the release namespace.
+    configs = {d["metadata"]["name"]: d for d in by_kind(docs, "LLMInferenceServiceConfig")}
+    assert len(configs) == 11
+    assert "kserve-config-llm-template" in configs and "kserve-config-llm-scheduler" in configs
+    cpu = configs["kserve-config-llm-cpu"]["spec"]["template"]["containers"][0]
+    assert cpu["name"] == "main"
+    assert cpu["image"] == "vllm/vllm-openai-cpu:v0.25.1"
+    assert cpu["args"] == ["--gpu-memory-utilization=0.3", "--enforce-eager", "--max-model-len=2048"]
+    # KServe's own Go templates inside the presets are left for the controller.
+    route = configs["kserve-config-llm-router-route"]
+    assert "{{ .GlobalConfig.IngressGatewayNamespace }}" in json.dumps(route)
+
+
+# -- template: toggles ------------------------------------------------------------------------------
+
+
+def _bool_paths(values: Any, prefix: str = "") -> Iterator[tuple[str, bool]]:
+    if isinstance(values, dict):
+        for key, value in values.items():
+            yield from _bool_paths(value, f"{prefix}{key}.")
+    elif isinstance(values, bool):
+        yield prefix.rstrip("."), values
+
+
+# Values that some toggles need to render at all.
+TOGGLE_COMPANIONS = {
+    "aiGateway.tls.enabled": ["aiGateway.enabled=true", "aiGateway.tls.hostname=llm.example.com"],
+    "aiGateway.tls.selfSigned": ["aiGateway.enabled=true"],
+    "serviceAccount.create": ["serviceAccount.name=existing"],
+}
+# A flipped toggle that must refuse to render, with the reason.
+TOGGLE_ERRORS = {"aiGateway.tls.enabled": "aiGateway.tls needs an issuer"}
+
+
+def test_every_toggle_flipped(chart: Path) -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    toggles = list(_bool_paths(values))
+    assert len(toggles) >= 15, toggles
+    for path, default in toggles:
+        sets = [f"{path}={str(not default).lower()}", *TOGGLE_COMPANIONS.get(path, [])]
+        if path in TOGGLE_ERRORS:
+            with pytest.raises(RenderError, match=TOGGLE_ERRORS[path]):
+                render(chart, *sets)
+            sets.append("aiGateway.tls.selfSigned=true")
+        docs = render(chart, *sets, api_versions=["monitoring.coreos.com/v1/PodMonitor"])
+        assert by_kind(docs, "Deployment"), path
+
+
+@pytest.mark.parametrize(
+    ("alias", "toggle", "value_path"),
+    [
+        ("kserveResources", "kserveResources.enabled", ["kserve", "controller", "deploymentMode"]),
+        ("kserveLlmisvcResources", "kserveLlmisvcResources.enabled", ["kserve", "createSharedResources"]),
+        ("kserveRuntimeConfigs", "kserveRuntimeConfigs.enabled", ["kserve", "llmisvcConfigs", "enabled"]),
+        ("certManager", "certManager.enabled", ["crds", "enabled"]),
+    ],
+)
+def test_dependency_toggles(chart: Path, alias: str, toggle: str, value_path: list[str]) -> None:
+    assert not [d for d in render(chart) if d["metadata"]["name"].startswith("stub-")]
+    docs = render(chart, f"{toggle}=true")
+    # Helm names an aliased subchart by its alias.
+    stub = one(docs, "ConfigMap", f"stub-{alias}")
+    received = json.loads(stub["data"]["values"])
+    for key in value_path:
+        received = received[key]
+    expected = {
+        "kserveResources.enabled": "Standard",
+        "kserveLlmisvcResources.enabled": False,
+        "kserveRuntimeConfigs.enabled": False,
+        "certManager.enabled": True,
+    }[toggle]
+    assert received == expected
+
+
+def test_ai_gateway(chart: Path) -> None:
+    docs = render(chart, "aiGateway.enabled=true")
+    gateway = one(docs, "Gateway", "provider-kserve-ai-gateway")
+    assert gateway["spec"]["gatewayClassName"] == "provider-kserve-ai-gateway"
+    (listener,) = gateway["spec"]["listeners"]
+    assert listener == {
+        "name": "http",
+        "protocol": "HTTP",
+        "port": 80,
+        "allowedRoutes": {"namespaces": {"from": "All"}},
+    }
+    one(docs, "GatewayClass", "provider-kserve-ai-gateway")
+    assert one(docs, "EnvoyProxy")["spec"]["provider"]["kubernetes"]["envoyService"]["type"] == "LoadBalancer"
+    assert not by_kind(docs, "Certificate") and not by_kind(docs, "Issuer")
+    variables = env(docs)
+    assert variables["AI_GATEWAY_ENABLED"] == "true"
+    assert variables["AI_GATEWAY_NAME"] == "provider-kserve-ai-gateway"
+    assert variables["AI_GATEWAY_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert (variables["AI_GATEWAY_SCHEME"], variables["AI_GATEWAY_PORT"]) == ("http", "80")
+
+
+def test_ai_gateway_tls(chart: Path) -> None:
+    base = ["aiGateway.enabled=true", "aiGateway.tls.enabled=true"]
+    with pytest.raises(RenderError, match=r"aiGateway\.tls\.hostname is required"):
+        render(chart, *base)
+    docs = render(chart, *base, "aiGateway.tls.hostname=llm.example.com", "aiGateway.tls.selfSigned=true")
+    issuer = one(docs, "Issuer")
+    assert issuer["spec"] == {"selfSigned": {}}
+    certificate = one(docs, "Certificate")
+    assert certificate["spec"] == {
+        "secretName": "provider-kserve-ai-gateway-tls",
+        "dnsNames": ["llm.example.com"],
+        "issuerRef": {"name": issuer["metadata"]["name"], "kind": "Issuer", "group": "cert-manager.io"},
+    }
+    (listener,) = one(docs, "Gateway")["spec"]["listeners"]
+    assert (listener["protocol"], listener["port"], listener["hostname"]) == ("HTTPS", 443, "llm.example.com")
+    assert listener["tls"]["certificateRefs"] == [
+        {"kind": "Secret", "name": "provider-kserve-ai-gateway-tls"}
+    ]
+    variables = env(docs)
+    assert (variables["AI_GATEWAY_SCHEME"], variables["AI_GATEWAY_PORT"]) == ("https", "443")
+    assert variables["AI_GATEWAY_HOSTNAME"] == "llm.example.com"
+
+    docs = render(
+        chart, *base, "aiGateway.tls.hostname=llm.example.com", "aiGateway.tls.issuerRef.name=letsencrypt"
+    )
+    assert not by_kind(docs, "Issuer")
+    assert one(docs, "Certificate")["spec"]["issuerRef"] == {
+        "name": "letsencrypt",
+        "kind": "ClusterIssuer",
+        "group": "cert-manager.io",
+    }
+
+
+def test_pod_monitors_need_the_crd(chart: Path) -> None:
+    podmonitor = ["monitoring.coreos.com/v1/PodMonitor"]
+    assert not by_kind(render(chart, "aiGateway.enabled=true"), "PodMonitor")
+    docs = render(chart, api_versions=podmonitor)
+    (provider,) = by_kind(docs, "PodMonitor")
+    assert provider["spec"]["podMetricsEndpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s"}
+    ]
+    docs = render(
+        chart, "aiGateway.enabled=true", "metrics.podMonitor.labels.release=kps", api_versions=podmonitor
+    )
+    gateway = one(docs, "PodMonitor", "provider-kserve-ai-gateway-metrics")
+    assert gateway["metadata"]["labels"]["release"] == "kps"
+    assert gateway["spec"]["namespaceSelector"] == {"any": True}
+    assert gateway["spec"]["selector"]["matchLabels"]["gateway.envoyproxy.io/owning-gateway-name"] == (
+        "provider-kserve-ai-gateway"
+    )
+    docs = render(
+        chart, "metrics.podMonitor.enabled=false", "aiGateway.enabled=true", api_versions=podmonitor
+    )
+    assert not by_kind(docs, "PodMonitor")
+    assert env(docs)["ENABLE_POD_MONITOR"] == "false"
+
+
+def test_grafana_dashboards(chart: Path) -> None:
+    docs = render(chart, "metrics.grafanaDashboards.enabled=true")
+    (vllm,) = by_kind(docs, "ConfigMap")
+    assert vllm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert vllm["metadata"]["namespace"] == RELEASE_NAMESPACE
+    (content,) = vllm["data"].values()
+    assert json.loads(content)["panels"]
+    docs = render(
+        chart,
+        "metrics.grafanaDashboards.enabled=true",
+        "metrics.grafanaDashboards.namespace=monitoring",
+        "aiGateway.enabled=true",
+    )
+    maps = by_kind(docs, "ConfigMap")
+    assert len(maps) == 2 and {m["metadata"]["namespace"] for m in maps} == {"monitoring"}
+    for cm in maps:
+        for text in cm["data"].values():
+            assert json.loads(text)["title"]
+
+
+def test_presets_toggles(chart: Path) -> None:
+    assert not by_kind(render(chart, "llmPresets.enabled=false"), "LLMInferenceServiceConfig")
+    names = {
+        d["metadata"]["name"]
+        for d in by_kind(render(chart, "cpuProfile.enabled=false"), "LLMInferenceServiceConfig")
+    }
+    assert len(names) == 10 and "kserve-config-llm-cpu" not in names
+
+
+def test_presets_need_vendoring(tmp_path: Path) -> None:
+    bare = tmp_path / "provider-kserve"
+    shutil.copytree(CHART, bare, ignore=shutil.ignore_patterns("charts", "Chart.lock"))
+    for vendored in (bare / "files" / "kserve").glob("*.yaml"):
+        vendored.unlink()
+    for dep in yaml.safe_load((bare / "Chart.yaml").read_text())["dependencies"]:
+        stub = bare / "charts" / dep["name"]
+        stub.mkdir(parents=True)
+        (stub / "Chart.yaml").write_text(
+            yaml.safe_dump({"apiVersion": "v2", "name": dep["name"], "version": dep["version"]})
+        )
+    with pytest.raises(RenderError, match="make vendor-kserve-crds"):
+        render(bare)
+    assert by_kind(render(bare, "llmPresets.enabled=false"), "Deployment")
+
+
+def test_values_plumbing(chart: Path) -> None:
+    docs = render(
+        chart,
+        "otel.OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318",
+        "huggingface.tokenSecretName=hf-token",
+        "leaderElection.enabled=false",
+        "watchNamespaces={team-a,team-b}",
+        "image.repository=registry.local/provider-kserve",
+        "image.digest=sha256:0123",
+        "aiGateway.rateLimitRedisURL=redis:6379",
+        "serviceAccount.create=false",
+        "serviceAccount.name=existing",
+    )
+    variables = env(docs)
+    assert variables["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://collector:4318"
+    assert variables["HF_TOKEN_SECRET_NAME"] == "hf-token"
+    assert variables["AI_GATEWAY_RATE_LIMIT_REDIS_URL"] == "redis:6379"
+    main = container(docs)
+    parsed = parse_run_args(main["args"])
+    assert parsed.leader_elect is False
+    assert parsed.namespaces == ["team-a", "team-b"]
+    assert main["image"] == "registry.local/provider-kserve@sha256:0123"
+    assert not by_kind(docs, "ServiceAccount")
+    assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "existing"
+    assert one(docs, "ClusterRoleBinding")["subjects"][0]["name"] == "existing"
+    with pytest.raises(RenderError, match="only OTEL_"):
+        render(chart, "otel.FOO=bar")
+    no_rbac = render(chart, "rbac.create=false")
+    assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & {d["kind"] for d in no_rbac}
+
+
+# -- the real control plane -------------------------------------------------------------------------
+
+
+def rendered_rbac(chart: Path, namespace: str, release: str) -> list[KubeObject]:
+    """The ServiceAccount, ClusterRole/Binding and Role/Binding the chart renders for `release`."""
+    return [d for d in render(chart, release=release, namespace=namespace) if d["kind"] in RBAC_RESOURCES]
+
+
+async def apply_rbac(kube: KubeClient, objects: Sequence[KubeObject]) -> str:
+    """Create or replace the rendered RBAC objects; return the ServiceAccount name."""
+    for obj in objects:
+        await create_or_replace(kube, RBAC_RESOURCES[obj["kind"]], obj)
+    (sa,) = [o for o in objects if o["kind"] == "ServiceAccount"]
+    name: str = sa["metadata"]["name"]
+    return name
+
+
+async def service_account_kubeconfig(
+    controlplane: ControlPlane,
+    kube: KubeClient,
+    namespace: str,
+    directory: Path,
+    *,
+    chart: Path | None = None,
+    release: str | None = None,
+) -> Path:
+    """Apply the chart's ServiceAccount and RBAC (release namespace `namespace`) and return a
+    kubeconfig that authenticates as that ServiceAccount, to run the provider exactly as deployed."""
+    if chart is None:
+        chart = prepare_chart(directory / f"chart-{uuid.uuid4().hex[:6]}")
+    release = release or f"pk-{namespace}"
+    sa = await apply_rbac(kube, rendered_rbac(chart, namespace, release))
+    token = await service_account_token(kube, namespace, sa)
+    return controlplane.write_kubeconfig(directory / f"{release}.kubeconfig", token, user=sa)
+
+
+async def allowed(client: KubeClient, attributes: dict[str, str]) -> bool:
+    review = await client.create(
+        SSAR,
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "metadata": {},
+            "spec": {"resourceAttributes": attributes},
+        },
+    )
+    return bool(review["status"].get("allowed"))
+
+
+async def test_rbac_on_the_control_plane(
+    controlplane: ControlPlane, kube: KubeClient, namespace: str, chart: Path, tmp_path: Path
+) -> None:
+    release = f"pk-{namespace}"
+    objects = rendered_rbac(chart, namespace, release)
+    kubeconfig = await service_account_kubeconfig(
+        controlplane, kube, namespace, tmp_path, chart=chart, release=release
+    )
+    try:
+        async with await KubeClient.connect(str(kubeconfig)) as client:
+            denied = [
+                str(c)
+                for c in rbac.access_checks(namespace)
+                if not await allowed(client, c.resource_attributes())
+            ]
+            assert denied == [], f"the chart's RBAC does not grant: {denied}"
+            must_not = [
+                {"group": "", "resource": "secrets", "verb": "list"},
+                {"group": "", "resource": "secrets", "verb": "watch"},
+                {"group": "", "resource": "secrets", "verb": "deletecollection"},
+                {"group": "", "resource": "secrets", "verb": "*"},
+                {"group": "", "resource": "configmaps", "verb": "get"},
+                {"group": "", "resource": "pods", "verb": "list"},
+                {"group": "", "resource": "events", "verb": "create"},
+                {"group": "", "resource": "namespaces", "verb": "delete"},
+                {"group": "core.openeverest.io", "resource": "instances", "verb": "create"},
+                {"group": "core.openeverest.io", "resource": "instances", "verb": "delete"},
+                {"group": "core.openeverest.io", "resource": "providers", "verb": "update"},
+                {"group": "serving.kserve.io", "resource": "llminferenceservices", "verb": "*"},
+                {"group": "serving.kserve.io", "resource": "servingruntimes", "verb": "create"},
+                {"group": "coordination.k8s.io", "resource": "leases", "verb": "get", "namespace": "default"},
+                {
+                    "group": "coordination.k8s.io",
+                    "resource": "leases",
+                    "verb": "delete",
+                    "namespace": namespace,
+                },
+                {"group": "rbac.authorization.k8s.io", "resource": "clusterroles", "verb": "escalate"},
+                {"group": "*", "resource": "*", "verb": "*"},
+            ]
+            granted = [a for a in must_not if await allowed(client, a)]
+            assert granted == [], f"the chart's RBAC grants more than the provider needs: {granted}"
+            # And a real call: listing Instances works, listing Secrets is forbidden.
+            instances = Resource("core.openeverest.io", "v1alpha1", "instances", "Instance")
+            await client.list(instances)
+            with pytest.raises(ApiError) as forbidden:
+                await client.list(Resource("", "v1", "secrets", "Secret"))
+            assert forbidden.value.status == 403
+    finally:
+        for obj in objects:
+            if not RBAC_RESOURCES[obj["kind"]].namespaced:
+                await kube.delete(RBAC_RESOURCES[obj["kind"]], None, obj["metadata"]["name"])
+
+
+def _served(crds: Sequence[KubeObject]) -> dict[tuple[str, str], Resource]:
+    served: dict[tuple[str, str], Resource] = {}
+    for crd in crds:
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if version.get("served"):
+                served[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = Resource(
+                    spec["group"],
+                    version["name"],
+                    spec["names"]["plural"],
+                    spec["names"]["kind"],
+                    spec["scope"] == "Namespaced",
+                )
+    return served
+
+
+BUILTIN = {
+    ("v1", "ServiceAccount"): SERVICE_ACCOUNT,
+    ("v1", "Service"): Resource("", "v1", "services", "Service"),
+    ("v1", "ConfigMap"): Resource("", "v1", "configmaps", "ConfigMap"),
+    ("apps/v1", "Deployment"): Resource("apps", "v1", "deployments", "Deployment"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): CLUSTER_ROLE,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
+    ("rbac.authorization.k8s.io/v1", "Role"): ROLE,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ROLE_BINDING,
+}
+
+
+def _lost(sent: Any, stored: Any, path: str = "") -> list[str]:
+    """Paths of `sent` that the API server dropped or changed (its schema defaults may add fields)."""
+    if isinstance(sent, dict) and isinstance(stored, dict):
+        return [
+            p for key, value in sent.items() for p in _lost(value, stored.get(key, _MISSING), f"{path}.{key}")
+        ]
+    if isinstance(sent, list) and isinstance(stored, list) and len(sent) == len(stored):
+        return [
+            p for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for p in _lost(a, b, f"{path}[{i}]")
+        ]
+    return [] if sent == stored else [path]
+
+
+_MISSING = object()
+
+
+async def test_rendered_objects_are_accepted_unchanged(kube: KubeClient, namespace: str, chart: Path) -> None:
+    """Every object the chart renders (all toggles on) passes the real API server's validation in a
+    server-side dry run (strict field validation), and nothing is pruned from the Provider CR or the
+    KServe presets."""
+    crds = (await kube.list(CRD))["items"]
+    served = {**_served(crds), **BUILTIN}
+    docs = render(
+        chart,
+        "aiGateway.enabled=true",
+        "aiGateway.tls.enabled=true",
+        "aiGateway.tls.hostname=llm.example.com",
+        "aiGateway.tls.selfSigned=true",
+        "metrics.grafanaDashboards.enabled=true",
+        release=f"pk-{namespace}",
+        namespace=namespace,
+        api_versions=["monitoring.coreos.com/v1/PodMonitor"],
+    )
+    unserved = []
+    for doc in docs:
+        res = served.get((doc["apiVersion"], doc["kind"]))
+        if res is None:
+            unserved.append(doc["kind"])
+            continue
+        stored = await kube.request(
+            "POST",
+            res.path(doc["metadata"].get("namespace") if res.namespaced else None),
+            query={"dryRun": "All", "fieldValidation": "Strict"},
+            body=doc,
+            resource=str(res),
+        )
+        if doc["kind"] in ("Provider", "LLMInferenceServiceConfig"):
+            lost = _lost(doc["spec"], stored["spec"])
+            assert lost == [], f"{doc['kind']} {doc['metadata']['name']}: pruned or changed {lost}"
+    # Envoy Gateway's EnvoyProxy CRD is not among the shared CRDs.
+    assert sorted(set(unserved)) == ["EnvoyProxy"]
+
+
+def test_crds_vendored_match_shared(chart: Path) -> None:
+    vendored = sorted((chart / "crds").glob("*.yaml"))
+    assert len(vendored) == 8
+    for crd in vendored:
+        assert crd.read_bytes() == (shared_dir() / "crds" / "kserve" / crd.name).read_bytes()
+
+
+# -- the Tilt dev loop ------------------------------------------------------------------------------
+#
+# Tilt itself cannot be built here (see the chart README), and there is no Docker daemon. The closest
+# check: the Tiltfile stays in the Starlark subset Tilt runs, and evaluating it against recording
+# stand-ins of Tilt's builtins (with the real `helm template` behind `helm()`) yields a consistent
+# plan: every object selector matches a rendered object, every dependency names a resource, the
+# image Tilt builds is the one the Deployment runs, and examples/ is applied.
+
+STARLARK_FORBIDDEN = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Try,
+    ast.While,
+    ast.ClassDef,
+    ast.JoinedStr,
+    ast.With,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Set,
+    ast.AsyncFunctionDef,
+    ast.Yield,
+    ast.Raise,
+)
+
+
+def test_tiltfile_is_starlark() -> None:
+    tree = ast.parse((ROOT / "Tiltfile").read_text(), "Tiltfile")
+    bad = [
+        f"line {node.lineno}: {type(node).__name__}"
+        for node in ast.walk(tree)
+        if isinstance(node, STARLARK_FORBIDDEN)
+        or (isinstance(node, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops))
+    ]
+    assert bad == []
+
+
+class TiltPlan:
+    """Recording stand-ins of the Tilt builtins the Tiltfile uses."""
+
+    def __init__(self, root: Path, chart: Path, environ: dict[str, str]) -> None:
+        self.root = root
+        self.chart = chart
+        self.environ = environ
+        self.docs: list[KubeObject] = []
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.local_resources: dict[str, dict[str, Any]] = {}
+        self.local_commands: list[str] = []
+        self.images: list[dict[str, Any]] = []
+        self.helm_sets: list[str] = []
+
+    def builtins(self) -> dict[str, Any]:
+        def exists(path: str) -> bool:
+            return (self.root / path).exists()
+
+        def load(module: str, *names: str) -> None:
+            assert module == "ext://restart_process" and names == ("docker_build_with_restart",)
+
+        def docker_build_with_restart(ref: str, context: str, entrypoint: list[str], **kw: Any) -> None:
+            self.images.append({"ref": ref, "context": context, "entrypoint": entrypoint, **kw})
+
+        def helm_builtin(path: str, name: str, namespace: str, set: list[str], skip_crds: bool) -> str:
+            assert path == "charts/provider-kserve" and skip_crds
+            self.helm_sets = set
+            args = ["template", name, str(self.chart), "--namespace", namespace, "--skip-crds"]
+            for value in set:
+                args += ["--set", value]
+            return helm(*args).stdout
+
+        def k8s_yaml(value: Any) -> None:
+            texts = [value] if isinstance(value, str) else [(self.root / f).read_text() for f in value]
+            self.docs += [d for text in texts for d in yaml.safe_load_all(text) if d]
+
+        def k8s_resource(
+            workload: str = "", new_name: str = "", objects: Sequence[str] = (), **kw: Any
+        ) -> None:
+            name = new_name or workload
+            assert name not in self.resources, name
+            self.resources[name] = {"workload": workload, "objects": list(objects), **kw}
+
+        def local_resource(name: str, cmd: str, **kw: Any) -> None:
+            self.local_resources[name] = {"cmd": cmd, **kw}
+
+        def fail(message: str) -> None:
+            raise AssertionError(f"Tiltfile fail(): {message}")
+
+        return {
+            "os": SimpleNamespace(
+                getenv=lambda key, default="": self.environ.get(key, default),
+                path=SimpleNamespace(exists=exists),
+            ),
+            "read_file": lambda path: (self.root / path).read_text(),
+            "read_yaml_stream": lambda path: [
+                d for d in yaml.safe_load_all((self.root / path).read_text()) if d
+            ],
+            "listdir": lambda path: sorted(str(p) for p in (self.root / path).iterdir() if p.is_file()),
+            "local": lambda cmd, quiet=False: self.local_commands.append(cmd) or "",
+            "blob": lambda text: text,
+            "allow_k8s_contexts": lambda context: None,
+            "update_settings": lambda **kw: None,
+            "sync": lambda src, dest: ("sync", src, dest),
+            "fall_back_on": lambda files: ("fall_back_on", files),
+            "load": load,
+            "docker_build_with_restart": docker_build_with_restart,
+            "helm": helm_builtin,
+            "k8s_yaml": k8s_yaml,
+            "k8s_resource": k8s_resource,
+            "local_resource": local_resource,
+            "fail": fail,
+        }
+
+    def run(self) -> None:
+        source = (ROOT / "Tiltfile").read_text()
+        exec(compile(source, str(ROOT / "Tiltfile"), "exec"), self.builtins())
+
+    def matches(self, selector: str) -> list[KubeObject]:
+        name, kind, *rest = selector.split(":")
+        return [
+            d
+            for d in self.docs
+            if d["metadata"]["name"] == name
+            and d["kind"].lower() == kind
+            and (not rest or d["metadata"].get("namespace", "default") == rest[0])
+        ]
+
+
+@pytest.mark.parametrize("enable_kserve", [False, True])
+def test_tiltfile_plan(chart: Path, tmp_path: Path, enable_kserve: bool) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(ROOT / "examples", root / "examples")
+    shutil.copytree(chart, root / "charts" / "provider-kserve")
+    environ = {"ENABLE_KSERVE": str(enable_kserve).lower(), "SHARED_DIR": str(shared_dir())}
+    plan = TiltPlan(root, chart, environ)
+    plan.run()
+
+    # Everything was vendored and fetched already: no commands at load time.
+    assert plan.local_commands == []
+    (image,) = plan.images
+    assert (
+        image["ref"] == "provider-kserve"
+        and image["dockerfile"] == "dev/Dockerfile"
+        and image["target"] == "dev"
+    )
+    assert image["entrypoint"] == ["provider-kserve", "run"]
+    assert ("sync", "src", "/app/src") in image["live_update"]
+    dockerfile = (ROOT / "dev" / "Dockerfile").read_text()
+    assert (
+        "AS dev" in dockerfile
+        and "WORKDIR /app" in dockerfile
+        and "COPY --chown=65532:65532 src ./src" in dockerfile
+    )
+    assert 'ENTRYPOINT ["provider-kserve", "run"]' in dockerfile
+
+    # The Deployment runs the image Tilt builds (Tilt swaps in its build for the same repository).
+    deployments = [d for d in plan.docs if d["kind"] == "Deployment"]
+    provider = next(d for d in deployments if d["metadata"]["name"] == "provider-kserve")
+    (main,) = provider["spec"]["template"]["spec"]["containers"]
+    assert main["image"].split(":")[0] == image["ref"]
+    assert main["securityContext"]["readOnlyRootFilesystem"] is False  # live update writes /app/src
+    assert f"kserveResources.enabled={str(enable_kserve).lower()}" in plan.helm_sets
+
+    # Every selector names a rendered object, and objects belong to one resource at most.
+    claimed: list[str] = []
+    for name, resource in plan.resources.items():
+        for selector in resource["objects"]:
+            assert plan.matches(selector), f"resource {name}: no object for selector {selector}"
+            claimed.append(selector)
+    assert len(claimed) == len(set(claimed))
+    # Workload resources are named after Deployments; dependencies name known resources.
+    known = set(plan.resources) | set(plan.local_resources) | {d["metadata"]["name"] for d in deployments}
+    for name, resource in {**plan.resources, **plan.local_resources}.items():
+        if resource.get("workload"):
+            assert resource["workload"] in {d["metadata"]["name"] for d in deployments}, name
+        for dep in resource.get("resource_deps", []):
+            if enable_kserve and dep in ("kserve-controller-manager", "llmisvc-controller-manager"):
+                continue  # Deployments of the real KServe subcharts (stubbed here)
+            assert dep in known, f"{name} depends on unknown resource {dep}"
+    # The presets wait for the KServe controllers only when they are part of the release.
+    waits = set(plan.resources["kserve-presets"]["resource_deps"])
+    assert ("llmisvc-controller-manager" in waits) == enable_kserve
+
+    # examples/ is applied, into namespaces that are created first.
+    instances = [d for d in plan.docs if d["kind"] == "Instance"]
+    expected = [
+        d for f in sorted((ROOT / "examples").glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d
+    ]
+    assert len(instances) == len(expected) > 0
+    created = {d["metadata"]["name"] for d in plan.docs if d["kind"] == "Namespace"}
+    assert {d["metadata"].get("namespace", "default") for d in instances} - {"default"} <= created
+    assert "kserve-system" in created
+    assert plan.resources["examples"]["resource_deps"] == ["provider-kserve"]
+    assert plan.local_resources["crds"]["cmd"].startswith(
+        "kubectl --context k3d-provider-kserve apply --server-side"
+    )
+
+
+# -- the provider under the chart's RBAC -------------------------------------------------------------
+
+
+def deployment_env(docs: Sequence[KubeObject], namespace: str) -> dict[str, str]:
+    """The provider's environment as the rendered Deployment sets it (fieldRefs resolved)."""
+    out: dict[str, str] = {}
+    for entry in container(docs)["env"]:
+        if "value" in entry:
+            out[entry["name"]] = str(entry["value"])
+        elif entry.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            out[entry["name"]] = namespace
+    return out
+
+
+def example(name: str, namespace: str, **topology_parameters: Any) -> KubeObject:
+    (doc,) = [d for d in yaml.safe_load_all((ROOT / "examples" / name).read_text()) if d]
+    doc["metadata"]["namespace"] = namespace
+    if topology_parameters:
+        doc["spec"]["topology"].setdefault("parameters", {}).update(topology_parameters)
+    assert isinstance(doc, dict)
+    return doc
+
+
+async def test_provider_reconciles_under_chart_rbac(
+    controlplane: ControlPlane, kube: KubeClient, namespace: str, chart: Path, tmp_path: Path
+) -> None:
+    """The provider, with the chart's environment and only the chart's RBAC (a ServiceAccount token),
+    reconciles an llm Instance (inline config, HF token ServiceAccount, PodMonitor, NodePort
+    Service), an AI Gateway llm Instance (route and token quota) and a predictor Instance to their
+    derived objects, status and connection Secrets, then deletes them: without a single 403."""
+    from actors.resources import INSTANCES, PROVIDERS
+    from provider.kserve import build_provider
+    from provider.llm import kinds as llm_kinds
+    from provider.predictor.translate import INFERENCE_SERVICE
+    from tests.support.runtime import running_manager, wait_for
+
+    release = f"pk-{namespace}"
+    docs = render(
+        chart,
+        "huggingface.tokenSecretName=hf-token",
+        "aiGateway.enabled=true",
+        "aiGateway.rateLimitRedisURL=redis:6379",
+        release=release,
+        namespace=namespace,
+    )
+    provider_cr = one(docs, "Provider")
+    existing_provider = await kube.get(PROVIDERS, None, provider_cr["metadata"]["name"])
+    await create_or_replace(kube, PROVIDERS, provider_cr)
+    kubeconfig = await service_account_kubeconfig(
+        controlplane, kube, namespace, tmp_path, chart=chart, release=release
+    )
+    responses: list[tuple[str, str, int]] = []
+    client = await KubeClient.connect(str(kubeconfig))
+    client.observers.append(lambda verb, resource, code, seconds: responses.append((verb, resource, code)))
+    provider, shared = build_provider(deployment_env(docs, namespace), client)
+
+    llm = example("instance-llm-cpu.yaml", namespace, externalAccess="NodePort")
+    gateway = example("instance-llm.yaml", namespace, externalAccess="EnvoyAIGateway", tokenLimitPerHour=5000)
+    gateway["metadata"]["name"] = "via-gateway"
+    predictor = example("instance-predictor.yaml", namespace)
+    instances = (llm, gateway, predictor)
+    try:
+        async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
+            for body in instances:
+                await kube.create(INSTANCES, body)
+
+            async def derived() -> bool:
+                wanted = [
+                    (llm_kinds.LLM_INFERENCE_SERVICE, llm["metadata"]["name"]),
+                    (llm_kinds.LLM_INFERENCE_SERVICE_CONFIG, f"{llm['metadata']['name']}-config"),
+                    (llm_kinds.SERVICE_ACCOUNT, f"{llm['metadata']['name']}-model-puller"),
+                    (llm_kinds.POD_MONITOR, f"{llm['metadata']['name']}-metrics"),
+                    (llm_kinds.SERVICE, f"{llm['metadata']['name']}-external"),
+                    (llm_kinds.AI_GATEWAY_ROUTE, "via-gateway-ai-gateway"),
+                    (llm_kinds.BACKEND_TRAFFIC_POLICY, "via-gateway-token-limit"),
+                    (INFERENCE_SERVICE, predictor["metadata"]["name"]),
+                ]
+                return all([await kube.get(res, namespace, name) for res, name in wanted])
+
+            await wait_for(derived, timeout=60)
+
+            # Play KServe: both workloads Ready, so the provider writes the connection Secrets.
+            now = "2026-01-01T00:00:00Z"
+            ready = [{"type": "Ready", "status": "True", "lastTransitionTime": now}]
+            llmisvc = await kube.get(llm_kinds.LLM_INFERENCE_SERVICE, namespace, llm["metadata"]["name"])
+            assert llmisvc is not None
+            await kube.patch(
+                llm_kinds.LLM_INFERENCE_SERVICE,
+                namespace,
+                llm["metadata"]["name"],
+                {"status": {"conditions": ready, "observedGeneration": llmisvc["metadata"]["generation"]}},
+                subresource="status",
+            )
+            await kube.patch(
+                INFERENCE_SERVICE,
+                namespace,
+                predictor["metadata"]["name"],
+                {"status": {"conditions": ready, "url": f"http://iris.{namespace}.example.com"}},
+                subresource="status",
+            )
+
+            async def connected() -> bool:
+                for body in (llm, predictor):
+                    got = await kube.get(INSTANCES, namespace, body["metadata"]["name"]) or {}
+                    status = got.get("status") or {}
+                    if status.get("phase") != "Ready" or not status.get("connectionSecretRef"):
+                        return False
+                return True
+
+            await wait_for(connected, timeout=60)
+            for body in instances:
+                await kube.delete(INSTANCES, namespace, body["metadata"]["name"])
+
+            async def gone() -> bool:
+                return not [
+                    b for b in instances if await kube.get(INSTANCES, namespace, b["metadata"]["name"])
+                ]
+
+            await wait_for(gone, timeout=60)
+    finally:
+        for body in instances:
+            got = await kube.get(INSTANCES, namespace, body["metadata"]["name"])
+            if got and got["metadata"].get("finalizers"):
+                await kube.patch(
+                    INSTANCES, namespace, body["metadata"]["name"], {"metadata": {"finalizers": None}}
+                )
+        if existing_provider is None:
+            await kube.delete(PROVIDERS, None, provider_cr["metadata"]["name"])
+        for obj in rendered_rbac(chart, namespace, release):
+            if not RBAC_RESOURCES[obj["kind"]].namespaced:
+                await kube.delete(RBAC_RESOURCES[obj["kind"]], None, obj["metadata"]["name"])
+    forbidden = sorted({(verb, resource) for verb, resource, code in responses if code == 403})
+    assert forbidden == [], f"403 under the chart's RBAC: {forbidden}"
+    verbs = {(verb, resource) for verb, resource, code in responses}
+    assert ("patch", "instances.core.openeverest.io/v1alpha1") in verbs or (
+        "update",
+        "instances.core.openeverest.io/v1alpha1",
+    ) in verbs
+    assert any(resource.startswith("secrets.") for _, resource in verbs)
