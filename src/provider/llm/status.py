@@ -311,7 +311,8 @@ def llm_status(
     if kinds.LLM_INFERENCE_SERVICE in status_inputs.missing:
         message = (
             "KServe is not installed: the cluster does not serve llminferenceservices.serving.kserve.io "
-            "(install the provider chart with kserveCrds.enabled)"
+            "(the provider chart ships them in crds/: run `make vendor-kserve-crds` before packaging it, "
+            "or install KServe's CRD charts)"
         )
         return _report(Phase.FAILED, message, own, requeue=REQUEUE_FAILED)
     llmisvc = observed.get(("LLMInferenceService", inputs.name))

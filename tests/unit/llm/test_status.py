@@ -173,7 +173,8 @@ def test_kserve_not_installed() -> None:
     assert report.phase == Phase.FAILED
     assert report.message == (
         "KServe is not installed: the cluster does not serve llminferenceservices.serving.kserve.io "
-        "(install the provider chart with kserveCrds.enabled)"
+        "(the provider chart ships them in crds/: run `make vendor-kserve-crds` before packaging it, "
+            "or install KServe's CRD charts)"
     )
 
 
