@@ -113,8 +113,11 @@ class Provider:
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         log = (Path(tempfile.gettempdir()) / f"provider-kserve-bench-{self.namespace}.log").open("wb")
+        # BENCH_PROFILE=FILE samples the provider with py-spy (collapsed stacks, for flame graphs).
+        profile = os.environ.get("BENCH_PROFILE")
+        prefix = ["py-spy", "record", "--format", "raw", "--rate", "50", "-o", profile, "--"] if profile else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "provider.cli", "run", "--kubeconfig", str(self.kubeconfig),
+            [*prefix, sys.executable, "-m", "provider.cli", "run", "--kubeconfig", str(self.kubeconfig),
              "--namespace", self.namespace, "--no-leader-elect", "--metrics-port", str(self.port),
              "--health-port", "0", "--validation-port", "0", "--log-level", "warning"],
             env=env, stdout=log, stderr=subprocess.STDOUT,

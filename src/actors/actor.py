@@ -3,7 +3,9 @@
 One task per Instance key. A key is never reconciled twice at once (one actor, one loop), and a
 burst of N events while a reconcile runs collapses into a single flag, so it costs exactly one
 more run. An actor with nothing pending and nothing scheduled exits after `idle_timeout` and is
-recreated by the next event, so memory follows the working set. The reconcile function is wrapped
+recreated by the next event, so memory follows the working set. The follow-up run after a burst
+waits for the burst to settle (100 ms without an event, at most 1 s), so an Instance edited ten
+times in quick succession is applied about once more, not ten times. The reconcile function is wrapped
 so that one actor raising never touches another.
 """
 
@@ -40,9 +42,11 @@ class _Actor:
     pending: bool = False
     running: bool = False
     due: float | None = None  # monotonic deadline of a scheduled run (requeue or backoff)
+    last_poke: float = 0.0
 
     def poke(self) -> None:
         self.pending = True
+        self.last_poke = time.monotonic()
         self.wake.set()
 
 
@@ -62,12 +66,16 @@ class ActorSystem:
         limiter: RateLimiter | None = None,
         max_concurrent: int = 16,
         idle_timeout: float = 60.0,
+        settle: float = 0.1,
+        max_settle: float = 1.0,
         on_change: Callable[[ActorSystem], None] | None = None,
     ) -> None:
         self._reconcile = reconcile
         self._limiter = limiter or RateLimiter()
         self._slots = anyio.CapacityLimiter(max_concurrent)
         self._idle_timeout = idle_timeout
+        self._settle = settle
+        self._max_settle = max_settle
         self._actors: dict[str, _Actor] = {}
         self._task_group: TaskGroup | None = None
         self._on_change = on_change
@@ -141,6 +149,8 @@ class ActorSystem:
                 actor.wake = anyio.Event()
                 actor.due = None  # a fresh run supersedes any scheduled one
                 outcome = await self._run_once(actor)
+                if actor.pending:
+                    await self._settle_burst(actor)
                 if outcome.failed:
                     self.stats.failures += 1
                     actor.due = time.monotonic() + self._limiter.when(actor.key)
@@ -156,6 +166,15 @@ class ActorSystem:
                 del self._actors[actor.key]
             self.stats.exited += 1
             self._changed()
+
+    async def _settle_burst(self, actor: _Actor) -> None:
+        """Events arrived while we ran: let the burst finish (no event for `settle` seconds, at
+        most `max_settle`) so the follow-up run sees its end. The first reaction to a change is
+        never delayed; only the run that follows one already under way."""
+        deadline = time.monotonic() + self._max_settle
+        # A timer on the last event's time, re-armed as events keep coming: no event to wait on.
+        while (quiet_at := actor.last_poke + self._settle) < deadline and time.monotonic() < quiet_at:  # noqa: ASYNC110
+            await anyio.sleep(quiet_at - time.monotonic())
 
     async def _run_once(self, actor: _Actor) -> Outcome:
         async with self._slots:

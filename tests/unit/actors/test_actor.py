@@ -174,3 +174,50 @@ async def test_global_cap_on_concurrent_reconciles() -> None:
         tg.cancel_scope.cancel()
     assert peak == 3
     assert system.stats.runs == 30
+
+
+async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
+    runs: list[float] = []
+    started = anyio.Event()
+
+    async def reconcile(key: str) -> Outcome:
+        runs.append(anyio.current_time())
+        started.set()
+        await anyio.sleep(0.02)
+        return Outcome()
+
+    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=1.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        system.notify("ns/a")
+        await started.wait()
+        # Ten edits spread over ~0.2 s, the first one while the first run is under way.
+        for _ in range(10):
+            system.notify("ns/a")
+            await anyio.sleep(0.02)
+        with anyio.fail_after(5):
+            while system.is_live("ns/a"):
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert len(runs) == 2  # the burst cost one more run, not ten
+
+
+async def test_settling_is_bounded_by_max_settle() -> None:
+    runs: list[float] = []
+
+    async def reconcile(key: str) -> Outcome:
+        runs.append(anyio.current_time())
+        return Outcome()
+
+    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=0.2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        system.notify("ns/a")
+        # An endless stream of events must not starve the Instance: it runs at least every ~0.2 s.
+        for _ in range(60):
+            system.notify("ns/a")
+            await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert len(runs) >= 3
