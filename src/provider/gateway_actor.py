@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
+import anyio
 import structlog
 from anyio.abc import TaskGroup
 from pydantic import ValidationError
@@ -26,6 +27,8 @@ from provider.settings import ProviderSettings
 log = structlog.get_logger("provider.gateway")
 
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
+# How long startup waits for the Gateway's first list.
+SYNC_TIMEOUT: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,11 @@ class AIGatewayActor(SharedActor):
             on_change=self._gateway_changed,
         )
         task_group.start_soon(informer.run, name="watch:ai-gateway")
+        # Know the address before the first Instance asks (our mailbox opens after `started`):
+        # otherwise every Ready AI Gateway Instance shows "Waiting for Envoy AI Gateway address"
+        # for a moment after each restart. Bounded, so a missing Gateway CRD only delays startup.
+        with anyio.move_on_after(SYNC_TIMEOUT):
+            await informer.synced.wait()
 
     def _gateway_changed(self, key: str, old: tuple[str, ...] | None, new: tuple[str, ...] | None) -> None:
         if key == self._key:

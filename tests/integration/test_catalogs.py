@@ -1,0 +1,151 @@
+"""The chart's catalogs through the real runtime: a LoRA catalog file the provider polls (as a
+mounted ConfigMap that `helm upgrade` rewrites) and the model catalog's gated entries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.interface import KubeObject
+from actors.kube import KubeClient
+from actors.resources import INSTANCES
+from provider.catalog_actor import LoraCatalogActor
+from provider.kserve import build_provider
+from provider.llm import kinds
+from provider.llm import status as llm_status
+from tests.integration.test_ai_gateway import count_reconciles
+from tests.integration.test_llm_runtime import (
+    conditions_of,
+    llm_instance,
+    ready_status,
+    wait_phase,
+    write_status,
+)
+from tests.support.runtime import idle, running_manager, wait_for
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ADAPTER = "qwen2.5-0.5b-sft"
+GATED_URI = "hf://meta-llama/Llama-3.1-8B-Instruct"
+MODEL_CATALOG = [
+    {"label": "Llama 3.1 8B Instruct", "uri": GATED_URI, "gated": True},
+    {"label": "SmolLM2 135M Instruct", "uri": "hf://HuggingFaceTB/SmolLM2-135M-Instruct"},
+]
+UNKNOWN_ADAPTER = (
+    f'llmEngine.parameters.loraSlot1 references unknown adapter "{ADAPTER}" (add it to chart loraAdapters)'
+)
+
+
+def write_atomically(path: Path, entries: list[dict[str, Any]]) -> None:
+    """As kubelet swaps a mounted ConfigMap: the reader sees the old or the new file, never half."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entries))
+    tmp.replace(path)
+
+
+async def test_catalog_changes_revalidate_the_instances_that_use_them(
+    controlplane: Any, kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    """The adapter is served from the catalog file; removing it from the file fails the Instance
+    with the validation message within a few polls (and wakes no other Instance); restoring it
+    recovers without an edit. A gated catalog model without an HF token gets ModelAccess=False."""
+    full = json.loads((EXAMPLES / "lora-catalog.json").read_text())
+    catalog = tmp_path / "lora-catalog.json"
+    write_atomically(catalog, full)
+    env = {"LORA_ADAPTER_CATALOG_FILE": str(catalog), "MODEL_CATALOG": json.dumps(MODEL_CATALOG)}
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    provider, shared = build_provider(env, client)
+    poll = shared.get(LoraCatalogActor).poll_seconds
+
+    lora = llm_instance(
+        "lora",
+        namespace,
+        engine={
+            "modelURI": "hf://Qwen/Qwen2.5-0.5B-Instruct",
+            "modelName": "qwen2.5-0.5b-instruct",
+            "loraDeployment": "enabled",
+            "loraSlot1": ADAPTER,
+        },
+    )
+    plain = llm_instance("plain", namespace)
+    gated = llm_instance("gated", namespace, engine={"modelURI": GATED_URI, "computeProfile": "gpu"})
+    gated["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+
+    async with running_manager(controlplane, provider, namespace, shared=shared, client=client) as (manager, _):
+        for body in (lora, plain, gated):
+            await kube.create(INSTANCES, body)
+
+        async def llmisvc(name: str) -> KubeObject | None:
+            return await kube.get(kinds.LLM_INFERENCE_SERVICE, namespace, name)
+
+        def created(name: str) -> Callable[[], Awaitable[KubeObject | None]]:
+            return lambda: llmisvc(name)
+
+        served = await wait_for(created("lora"))
+        sft = next(a for a in full if a["name"] == ADAPTER)
+        assert served["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]
+        # All Ready, so that no poll of a not-yet-Ready Instance blurs the reconcile counts below.
+        for name in ("lora", "plain", "gated"):
+            await wait_for(created(name))
+            await write_status(kube, namespace, name, ready_status(name, namespace))
+            await wait_phase(kube, namespace, name, "Ready")
+
+        # The gated model, and no HF token configured: said up front, not as a 401 in a pod log.
+        status = await wait_phase(kube, namespace, "gated", "Ready")
+        access = conditions_of(status)[llm_status.MODEL_ACCESS]
+        assert (access["status"], access["reason"]) == ("False", "HuggingFaceTokenMissing")
+        assert access["message"] == (
+            f'Model "Llama 3.1 8B Instruct" ({GATED_URI}) is gated in the model catalog, but the provider chart '
+            "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused"
+        )
+        # A public model carries no such condition.
+        assert llm_status.MODEL_ACCESS not in conditions_of(await wait_phase(kube, namespace, "plain", "Ready"))
+
+        # helm upgrade drops the adapter from the catalog.
+        await wait_for(idle(manager))
+        reconciles = count_reconciles(manager)
+        write_atomically(catalog, [a for a in full if a["name"] != ADAPTER])
+        status = await wait_for_phase_within(kube, namespace, "lora", "Failed", UNKNOWN_ADAPTER, 3 * poll)
+        valid = conditions_of(status)["Valid"]
+        assert (valid["status"], valid["reason"], valid["message"]) == ("False", "ValidationFailed", UNKNOWN_ADAPTER)
+        await wait_for(idle(manager))
+        # Only the Instance that uses the LoRA catalog was revalidated.
+        assert reconciles[f"{namespace}/plain"] == 0
+        assert reconciles[f"{namespace}/gated"] == 0
+        assert reconciles[f"{namespace}/lora"] >= 1
+        print(f"reconciles after removing the adapter: {dict(reconciles)}")
+        # The objects stay while the Instance is Failed: a catalog typo must not take a model down.
+        assert await llmisvc("lora") is not None
+
+        # ... and puts it back: the Instance recovers without an edit.
+        write_atomically(catalog, full)
+        await wait_for_phase_within(kube, namespace, "lora", "Ready", None, 3 * poll)
+        served = await llmisvc("lora")
+        assert served is not None
+        assert served["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]
+
+
+async def wait_for_phase_within(
+    kube: KubeClient, namespace: str, name: str, phase: str, message: str | None, seconds: float
+) -> dict[str, Any]:
+    """wait_phase with the deadline the catalog poll allows (a few poll periods)."""
+
+    async def reached() -> dict[str, Any] | None:
+        obj = await kube.get(INSTANCES, namespace, name) or {}
+        status: dict[str, Any] = obj.get("status") or {}
+        if status.get("phase") == phase and (message is None or status.get("message") == message):
+            return status
+        return None
+
+    try:
+        found: dict[str, Any] = await wait_for(reached, timeout=seconds)
+    except TimeoutError:
+        last = await kube.get(INSTANCES, namespace, name) or {}
+        raise AssertionError(f"{name} not {phase} {message!r} within {seconds}s: {last.get('status')}") from None
+    return found
