@@ -113,15 +113,19 @@ class Provider:
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         log = (Path(tempfile.gettempdir()) / f"provider-kserve-bench-{self.namespace}.log").open("wb")
-        # BENCH_PROFILE=FILE samples the provider with py-spy (collapsed stacks, for flame graphs).
-        profile = os.environ.get("BENCH_PROFILE")
-        prefix = ["py-spy", "record", "--format", "raw", "--rate", "50", "-o", profile, "--"] if profile else []
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "provider.cli", "run", "--kubeconfig", str(self.kubeconfig),
+            [sys.executable, "-m", "provider.cli", "run", "--kubeconfig", str(self.kubeconfig),
              "--namespace", self.namespace, "--no-leader-elect", "--metrics-port", str(self.port),
              "--health-port", "0", "--validation-port", "0", "--log-level", "warning"],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )
+        # BENCH_PROFILE=FILE samples the provider with py-spy for its first 120 s (collapsed stacks).
+        if profile := os.environ.get("BENCH_PROFILE"):
+            subprocess.Popen(
+                ["py-spy", "record", "--pid", str(self.proc.pid), "--duration", "120", "--rate", "50",
+                 "--format", "raw", "-o", profile, "--nonblocking"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

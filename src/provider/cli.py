@@ -12,6 +12,9 @@ from collections.abc import Sequence
 COMMANDS = (
     "provider.commands.run",
     "provider.commands.render",
+    "provider.commands.generate",
+    "provider.commands.doctor",
+    "provider.commands.inspect",
 )
 
 

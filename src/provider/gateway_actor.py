@@ -7,7 +7,6 @@ is woken, so its connection details switch to the gateway URL within one reconci
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -21,6 +20,7 @@ from actors.informer import Informer
 from actors.interface import KubeObject, Resource
 from actors.kube import KubeClient
 from actors.shared import SharedActor, SharedActors
+from provider.connection import uri_host
 from provider.llm.params import LlmTopologyParameters
 from provider.settings import ProviderSettings
 
@@ -55,13 +55,6 @@ def _default_port(scheme: str) -> int:
     return 443 if scheme == "https" else 80
 
 
-def _uri_host(host: str) -> str:
-    try:
-        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
-    except ValueError:
-        return host
-
-
 def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
     """The base URL clients use, from a Gateway `status.addresses[].value` (kserve-behavior §4.3):
     the chart's scheme and port, unless the address carries its own; the chart's hostname (TLS
@@ -84,7 +77,7 @@ def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
             pass
     if settings.ai_gateway_hostname:
         host = settings.ai_gateway_hostname
-    origin = _uri_host(host) if port == _default_port(scheme) else f"{_uri_host(host)}:{port}"
+    origin = uri_host(host) if port == _default_port(scheme) else f"{uri_host(host)}:{port}"
     return f"{scheme}://{origin}"
 
 

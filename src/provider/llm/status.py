@@ -30,12 +30,13 @@ conditions for what it decided (token, metrics, external access, gateway route, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
-from provider import names
+from provider import kserve_conditions, names
+from provider.connection import url_details
+from provider.kserve_conditions import passthrough_conditions
 from provider.llm import connection, kinds
 from provider.llm.gateway import route_state, token_limit_enforced
 from provider.llm.inputs import LlmInputs
@@ -44,7 +45,6 @@ from provider.llm.serviceaccount import hf_token_attached, hf_token_blocked
 from provider.settings import ProviderSettings
 from provider.topology import Observed, StatusInputs
 
-CONDITION_PREFIX: Final = "KServe"
 # The LLMInferenceService and the other derived objects are watched, so KServe's progress arrives
 # as events; this poll is only a safety net for inputs that are not (node addresses for NodePort).
 # Kept long because at thousands of not-yet-Ready Instances every poll is a reconcile.
@@ -69,63 +69,15 @@ AI_GATEWAY_ROUTE: Final = "AIGatewayRoute"
 TOKEN_LIMIT: Final = "TokenLimit"
 MODEL_ACCESS: Final = "ModelAccess"
 
-# metav1.Condition.reason: CamelCase-ish, at most 1024 characters.
-_REASON: Final = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-_FALLBACK_REASON: Final = {"True": "Ready", "False": "NotReady", "Unknown": "Unknown"}
-
-
-# -- KServe conditions ----------------------------------------------------------------------------
-
-
-def _conditions(obj: KubeObject) -> list[dict[str, Any]]:
-    raw = (obj.get("status") or {}).get("conditions") or []
-    return [c for c in raw if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"]]
-
-
-def _condition(obj: KubeObject, type_: str) -> dict[str, Any] | None:
-    return next((c for c in _conditions(obj) if c["type"] == type_), None)
-
-
-def _is_true(cond: dict[str, Any] | None) -> bool:
-    return cond is not None and cond.get("status") == "True"
-
-
-def _reason(raw: Any, status: str) -> str:
-    """A valid metav1 reason: KServe's when it is one, else its words in CamelCase, else a default."""
-    text = str(raw or "")
-    if _REASON.fullmatch(text) and len(text) <= 1024:
-        return text
-    words = re.findall(r"[A-Za-z0-9]+", text)
-    camel = "".join(w[:1].upper() + w[1:] for w in words).lstrip("0123456789")[:1024]
-    return camel or _FALLBACK_REASON[status]
-
-
-def passthrough_conditions(llmisvc: KubeObject) -> list[Condition]:
-    out: list[Condition] = []
-    for cond in _conditions(llmisvc):
-        status = str(cond.get("status"))
-        if status not in _FALLBACK_REASON:
-            status = "Unknown"
-        out.append(
-            Condition(
-                type=CONDITION_PREFIX + cond["type"],
-                status=status,
-                reason=_reason(cond.get("reason"), status),
-                message=str(cond.get("message") or ""),
-            )
-        )
-    return out
-
-
 def _ready_message(llmisvc: KubeObject) -> str:
-    ready = _condition(llmisvc, "Ready") or {}
+    ready = kserve_conditions.condition(llmisvc, "Ready") or {}
     return str(ready.get("message") or ready.get("reason") or CREATING)
 
 
 def config_failure(llmisvc: KubeObject) -> str | None:
     """The Failed message when KServe cannot combine the configuration, else None."""
     for type_ in ("PresetsCombined", "Ready"):
-        cond = _condition(llmisvc, type_)
+        cond = kserve_conditions.condition(llmisvc, type_)
         if cond is None or cond.get("status") != "False" or cond.get("reason") not in CONFIG_FAILURES:
             continue
         reason, message = str(cond["reason"]), str(cond.get("message") or "")
@@ -150,9 +102,13 @@ def stale_generation(llmisvc: KubeObject) -> str | None:
 
 def only_waiting_for_gateway(llmisvc: KubeObject) -> bool:
     """Workloads ready, and every other blocking condition is KServe waiting for a Gateway."""
-    if not _is_true(_condition(llmisvc, "WorkloadsReady")):
+    if not kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "WorkloadsReady")):
         return False
-    blocking = [c for c in _conditions(llmisvc) if c.get("status") != "True" and c["type"] not in _NOT_IN_READY]
+    blocking = [
+        c
+        for c in kserve_conditions.conditions(llmisvc)
+        if c.get("status") != "True" and c["type"] not in _NOT_IN_READY
+    ]
     waiting = [c for c in blocking if c.get("reason") == WAITING_FOR_GATEWAY]
     return bool(waiting) and all(c["type"] in _ROUTER_ROLLUPS or c in waiting for c in blocking)
 
@@ -259,7 +215,7 @@ def _gateway_status(
         conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "CRDNotInstalled", message))
         return _report(Phase.PROVISIONING, message, conditions, requeue=REQUEUE_NOT_READY)
     accepted, why = route_state(observed.get(("AIGatewayRoute", route_name)))
-    ready = _is_true(_condition(llmisvc, "Ready"))
+    ready = kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready"))
     if accepted:
         note = f"Envoy AI Gateway accepted route {route_name}"
         if not ready and only_waiting_for_gateway(llmisvc):
@@ -327,12 +283,12 @@ def llm_status(
         return _report(Phase.FAILED, failure, conditions, requeue=REQUEUE_FAILED)
     if inputs.uses_ai_gateway:
         return _gateway_status(inputs, llmisvc, observed, status_inputs, conditions)
-    if not _is_true(_condition(llmisvc, "Ready")):
+    if not kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready")):
         return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
     if inputs.external_service_type is not None:
         return _external_status(inputs, llmisvc, observed, status_inputs, conditions)
     url = str((llmisvc.get("status") or {}).get("url") or "")
-    details = connection.url_details(url) if url else None
+    details = url_details(url) if url else None
     if details is None:
         details = connection.in_cluster_details(llmisvc, inputs.name, inputs.namespace)
     return _report(Phase.READY, "", conditions, details)

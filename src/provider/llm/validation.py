@@ -44,9 +44,9 @@ from provider.llm.params import (
     message_of,
 )
 from provider.llm.quote import quote
-from provider.llm.resources import container_resources
 from provider.llm.source_ranges import normalized_source_ranges
 from provider.llm.uris import scheme_of, uri_problem
+from provider.resources import container_resources
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs
 

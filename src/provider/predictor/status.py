@@ -25,8 +25,8 @@ from typing import Any, Final
 from actors.interface import ConnectionDetails, KubeObject, Phase, StatusReport
 
 # Shared with the llm topology, so both topologies publish details and KServe conditions alike.
-from provider.llm.connection import url_details
-from provider.llm.status import passthrough_conditions
+from provider.connection import url_details
+from provider.kserve_conditions import passthrough_conditions
 
 # The InferenceService is watched, so KServe's progress arrives as events; this poll is a safety net.
 REQUEUE_SECONDS: Final = 60.0

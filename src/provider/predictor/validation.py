@@ -31,11 +31,11 @@ from pydantic import ValidationError
 from actors.interface import ValidationFailed
 from provider.errors import first_error_message
 from provider.instance import ComponentSpec, Instance
+from provider.predictor.params import PredictorParameters
 
 # The component-resources rules are the llm topology's (same messages, same limit → request
 # mirroring): one implementation for both components.
-from provider.llm.resources import container_resources
-from provider.predictor.params import PredictorParameters
+from provider.resources import container_resources
 
 COMPONENT = "predictor"
 PARAMS_PREFIX = "predictor.parameters"

@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
+from provider.connection import url_details
+from provider.kserve_conditions import passthrough_conditions
 from provider.llm import kinds
-from provider.llm.connection import gateway_details, url_details
+from provider.llm.connection import gateway_details
 from provider.llm.handler import LlmTopology
-from provider.llm.status import REQUEUE_FAILED, REQUEUE_NOT_READY, passthrough_conditions
+from provider.llm.status import REQUEUE_FAILED, REQUEUE_NOT_READY
 from provider.settings import ProviderSettings
 from provider.topology import CatalogModel, Catalogs, StatusInputs
 
