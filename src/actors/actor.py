@@ -68,7 +68,6 @@ class ActorSystem:
         idle_timeout: float = 60.0,
         settle: float = 0.1,
         max_settle: float = 1.0,
-        on_change: Callable[[ActorSystem], None] | None = None,
     ) -> None:
         self._reconcile = reconcile
         self._limiter = limiter or RateLimiter()
@@ -78,7 +77,6 @@ class ActorSystem:
         self._max_settle = max_settle
         self._actors: dict[str, _Actor] = {}
         self._task_group: TaskGroup | None = None
-        self._on_change = on_change
         self.stats = ActorStats()
 
     # -- introspection (metrics, tests) ---------------------------------------------------
@@ -122,11 +120,6 @@ class ActorSystem:
             self.stats.started += 1
             self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
         actor.poke()
-        self._changed()
-
-    def _changed(self) -> None:
-        if self._on_change is not None:
-            self._on_change(self)
 
     async def _wait_for_work(self, actor: _Actor) -> bool:
         """Block until the actor has work; False when it should exit for idleness."""
@@ -165,7 +158,6 @@ class ActorSystem:
             if self._actors.get(actor.key) is actor:
                 del self._actors[actor.key]
             self.stats.exited += 1
-            self._changed()
 
     async def _settle_burst(self, actor: _Actor) -> None:
         """Events arrived while we ran: let the burst finish (no event for `settle` seconds, at
@@ -179,7 +171,6 @@ class ActorSystem:
     async def _run_once(self, actor: _Actor) -> Outcome:
         async with self._slots:
             actor.running = True
-            self._changed()
             self.stats.runs += 1
             try:
                 return await self._reconcile(actor.key)
@@ -188,4 +179,3 @@ class ActorSystem:
                 return Outcome(failed=True)
             finally:
                 actor.running = False
-                self._changed()

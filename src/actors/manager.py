@@ -119,8 +119,10 @@ class Manager:
             ),
             max_concurrent=self.options.max_concurrent,
             idle_timeout=self.options.idle_timeout,
-            on_change=self._actors_changed,
         )
+        # Read at scrape time: counting on every actor event would be O(N) per event.
+        self.metrics.live_actors.set_function(lambda: self.actors.live)
+        self.metrics.queue_depth.set_function(lambda: self.actors.depth)
         self.reconciler: InstanceReconciler | None = None
         self.elector: LeaderElector | None = None
         self._started = False
@@ -138,10 +140,6 @@ class Manager:
 
     def available(self) -> frozenset[Resource]:
         return frozenset(self._available)
-
-    def _actors_changed(self, system: ActorSystem) -> None:
-        self.metrics.live_actors.set(system.live)
-        self.metrics.queue_depth.set(system.depth)
 
     # -- run ------------------------------------------------------------------------------
 
