@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -26,12 +27,28 @@ from actors.ownership import stamp
 log = structlog.get_logger("actors.apply")
 tracer = trace.get_tracer("actors.apply")
 
+# kubectl's field managers for its writes that are not server-side applies (kubectl-edit,
+# kubectl-patch, kubectl-scale, kubectl-label, kubectl-client-side-apply, ...): hand edits.
+HAND_EDIT_MANAGER_PREFIX = "kubectl"
+# The API server names the other manager as `conflict with "<manager>"`, then, for a manager that
+# wrote with a plain update rather than an apply, ` using <apiVersion>` (after any
+# ` with subresource "<name>"`).
+_CONFLICT = re.compile(r'conflict with "(?P<manager>[^"]*)"(?: with subresource "[^"]*")?(?P<update> using )?')
+
 
 @dataclass(frozen=True)
 class FieldConflict:
     field: str
     manager: str
     message: str
+    # The other manager wrote the field with a plain update (no ownership check), not an apply.
+    by_update: bool = False
+
+    @property
+    def hand_edit(self) -> bool:
+        """`kubectl edit` and friends: an update never checks field ownership, so it silently took
+        a field of ours. That is drift to restore, not a co-owner that applied on purpose."""
+        return self.by_update and self.manager.startswith(HAND_EDIT_MANAGER_PREFIX)
 
 
 class ApplyConflict(Exception):
@@ -47,9 +64,10 @@ def _parse_conflicts(err: ApiError) -> list[FieldConflict]:
     conflicts = []
     for cause in err.causes:
         message = str(cause.get("message", ""))
-        # The API server's message reads: conflict with "kubectl-edit" using v1: .spec.replicas
-        manager = message.split('"')[1] if message.count('"') >= 2 else "unknown"
-        conflicts.append(FieldConflict(str(cause.get("field", "")), manager, message))
+        match = _CONFLICT.search(message)
+        manager = match["manager"] if match else "unknown"
+        by_update = bool(match and match["update"])
+        conflicts.append(FieldConflict(str(cause.get("field", "")), manager, message, by_update))
     return conflicts
 
 
@@ -159,11 +177,25 @@ class Applier:
                     resource, stamped, field_manager=self.field_manager, force=force
                 )
             except ApiError as err:
-                if err.status == 409:
-                    raise ApplyConflict(stamped["kind"], name, _parse_conflicts(err)) from err
-                raise
+                if err.status != 409:
+                    raise
+                conflicts = _parse_conflicts(err)
+                if force or not conflicts or not all(c.hand_edit for c in conflicts):
+                    raise ApplyConflict(stamped["kind"], name, conflicts) from err
+                log.info(
+                    "restoring fields edited by hand",
+                    kind=stamped["kind"],
+                    name=name,
+                    fields=[f"{c.field} ({c.manager})" for c in conflicts],
+                )
+                applied = await self._apply_forced(resource, stamped)
         self._applied[cache_key] = _Applied(digest, str(applied["metadata"].get("resourceVersion", "")))
         result.applied += 1
+        return applied
+
+    async def _apply_forced(self, resource: Resource, stamped: KubeObject) -> KubeObject:
+        await self.client.apply(resource, stamped, field_manager=self.field_manager, force=True, dry_run=True)
+        applied: KubeObject = await self.client.apply(resource, stamped, field_manager=self.field_manager, force=True)
         return applied
 
     async def delete(self, ref: OwnedRef) -> bool:

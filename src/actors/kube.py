@@ -99,8 +99,14 @@ def _verb(method: str, query: Mapping[str, str], name: str | None) -> str:
 class KubeClient:
     """Dynamic client: every call takes a `Resource` and plain dicts."""
 
-    def __init__(self, configuration: Configuration, observer: RequestObserver | None = None) -> None:
+    def __init__(
+        self, configuration: Configuration, observer: RequestObserver | None = None, *, user_agent: str = "actors"
+    ) -> None:
         self.configuration = configuration
+        # The API server names the field manager of a write that is not an apply (a status update,
+        # a finalizer patch) after the User-Agent's product token; aiohttp's default would make
+        # those writes appear as "Python" in managedFields.
+        self.user_agent = user_agent
         self.observers: list[RequestObserver] = [observer] if observer else []
         self._session: aiohttp.ClientSession | None = None
         self._proxy = _proxy_for(configuration)
@@ -154,7 +160,7 @@ class KubeClient:
     # -- transport -------------------------------------------------------------------------
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
         settings = await self.configuration.auth_settings()

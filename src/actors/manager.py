@@ -95,6 +95,8 @@ class Manager:
         self.shared.wake = self.wake_matching
         self.metrics = metrics or RuntimeMetrics()
         client.observers.append(self.metrics.observe_request)
+        # Our status and finalizer writes then show up under the same name as our applies.
+        client.user_agent = field_manager or provider.name
         self.index = OwnedIndex()
         owned = list(provider.owned_resources())
         self.owned_resources = owned

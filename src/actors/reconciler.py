@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import structlog
 from opentelemetry import trace
 
@@ -119,7 +120,14 @@ class InstanceReconciler:
                     self._secret_digest.pop(key, None)
                     self.metrics.reconciles.labels(result="gone").inc()
                     return Outcome()
-                outcome = await self._reconcile(copy.deepcopy(instance))
+                try:
+                    outcome = await self._reconcile(copy.deepcopy(instance))
+                except (aiohttp.ClientError, OSError, TimeoutError) as err:
+                    # The API server is unreachable (restarting, network): retry with backoff like
+                    # any failure, in one line; a traceback per Instance per retry would bury the
+                    # informers' "connection to API server lost", which says it all.
+                    log.warning("API server unreachable, will retry", error=str(err) or type(err).__name__)
+                    outcome = Outcome(failed=True)
                 result = "error" if outcome.failed else "success"
                 self.metrics.reconciles.labels(result=result).inc()
                 if outcome.failed:
