@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -15,17 +14,12 @@ import pytest
 
 from actors.kube import KubeClient
 from actors.resources import INSTANCES, LEASES
+from controlplane import free_port
 from tests.support.null_provider import instance
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _reconciles(port: int) -> float:
@@ -59,7 +53,7 @@ async def _phase(kube: KubeClient, namespace: str, name: str) -> str | None:
 async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     procs = [_start(controlplane.kubeconfig, namespace, port) for port in ports]
     try:
         async def leased() -> str | None:

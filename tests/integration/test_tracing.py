@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
@@ -11,16 +10,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from actors.resources import INSTANCES
 from actors.tracing import configure_tracing
+from controlplane import free_port
 from tests.support.null_provider import NullProvider, instance
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_otlp_collector_receives_reconcile_span_tree(
@@ -40,7 +34,7 @@ async def test_otlp_collector_receives_reconcile_span_tree(
     app.router.add_post("/v1/traces", receive)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = _free_port()
+    port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{port}/v1/traces")
     tracer_provider = configure_tracing("provider-kserve-test")
