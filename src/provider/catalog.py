@@ -9,12 +9,14 @@ which keeps the last good catalog on error) and by `provider-kserve render --lor
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from provider.errors import first_error_message
-from provider.topology import LoraAdapter
+from provider.topology import Catalogs, LoraAdapter
 
 LORA_CATALOG_ENV: Final = "LORA_ADAPTER_CATALOG"
 
@@ -58,3 +60,10 @@ def parse_lora_catalog(text: str) -> tuple[LoraAdapter, ...]:
         if name and uri:
             by_name[name] = LoraAdapter(label=entry.label or name, name=name, uri=uri)
     return tuple(by_name.values())
+
+
+def lora_catalog_from(path: str | None, environ: Mapping[str, str]) -> Catalogs:
+    """The LoRA catalog a one-shot CLI command uses: the `--lora-catalog` file, else the
+    environment's `LORA_ADAPTER_CATALOG`. Raises OSError or CatalogError."""
+    text = Path(path).read_text(encoding="utf-8") if path else environ.get(LORA_CATALOG_ENV, "")
+    return Catalogs(lora_adapters=parse_lora_catalog(text))

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from actors.kube import KubeClient
+from provider.commands import add_connection_arguments
 from provider.doctor import diagnose, exit_code, format_table
 from provider.kserve import KServeProvider
 from provider.settings import ProviderSettings
@@ -28,8 +29,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: in-cluster config")
-    parser.add_argument("--context", default=None)
+    add_connection_arguments(parser)
     parser.add_argument(
         "--namespace",
         dest="namespaces",

@@ -15,14 +15,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import yaml
 
 from actors.kube import KubeClient
-from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.catalog import LORA_CATALOG_ENV, CatalogError, lora_catalog_from
+from provider.commands import add_connection_arguments
 from provider.inspect import format_table, gather, report_document
 from provider.kserve import KServeProvider
 from provider.settings import ProviderSettings, SettingsError
@@ -39,21 +39,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("instance", help="the Instance name")
     parser.add_argument("-n", "--namespace", default="default", help="the Instance's namespace (default: %(default)s)")
     parser.add_argument("-o", "--output", choices=("table", "yaml"), default="table")
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: in-cluster config")
-    parser.add_argument("--context", default=None)
+    add_connection_arguments(parser)
     parser.add_argument("--lora-catalog", metavar="FILE", help=f"LoRA catalog JSON (default: ${LORA_CATALOG_ENV})")
     parser.set_defaults(func=main)
-
-
-def _catalogs(path: str | None) -> Catalogs:
-    text = Path(path).read_text(encoding="utf-8") if path else os.environ.get(LORA_CATALOG_ENV, "")
-    return Catalogs(lora_adapters=parse_lora_catalog(text))
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         provider = KServeProvider(ProviderSettings.from_env(os.environ))
-        catalogs = _catalogs(args.lora_catalog)
+        catalogs = lora_catalog_from(args.lora_catalog, os.environ)
     except (OSError, SettingsError, CatalogError) as err:
         print(f"inspect: {err}", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ import yaml
 
 from actors.interface import KubeObject, ValidationFailed
 from actors.ownership import stamp
-from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.catalog import LORA_CATALOG_ENV, CatalogError, lora_catalog_from
 from provider.kserve import KServeProvider
 from provider.names import PROVIDER_NAME
 from provider.settings import ProviderSettings, SettingsError
@@ -58,11 +58,6 @@ def _read(path: str) -> str:
 
 def _documents(text: str) -> Iterator[Any]:
     return (doc for doc in yaml.safe_load_all(text) if doc is not None)
-
-
-def _catalogs(path: str | None) -> Catalogs:
-    text = Path(path).read_text(encoding="utf-8") if path else os.environ.get(LORA_CATALOG_ENV, "")
-    return Catalogs(lora_adapters=parse_lora_catalog(text))
 
 
 def _owner(doc: KubeObject) -> KubeObject:
@@ -105,7 +100,7 @@ def _write(objects: list[KubeObject], output: str, stream: TextIO) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         settings = ProviderSettings.from_env(os.environ)
-        catalogs = _catalogs(args.lora_catalog)
+        catalogs = lora_catalog_from(args.lora_catalog, os.environ)
         docs = list(_documents(_read(args.file)))
     except (OSError, SettingsError, CatalogError, yaml.YAMLError) as exc:
         print(f"render: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ from actors.kube import KubeClient
 from actors.logs import configure_logging
 from actors.manager import Manager, ManagerOptions
 from actors.tracing import configure_tracing
+from provider.commands import add_connection_arguments
 
 PROVIDER_NAME = "provider-kserve"
 
@@ -21,8 +22,7 @@ PROVIDER_NAME = "provider-kserve"
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser("run", help="run the provider controller")
     in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: in-cluster config")
-    parser.add_argument("--context", default=None)
+    add_connection_arguments(parser)
     parser.add_argument(
         "--namespace",
         dest="namespaces",
