@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale clean
+.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -57,12 +57,18 @@ chart-deps:
 helm-lint: vendor-kserve-crds
 	$(HELM) lint charts/provider-kserve
 
-## bench: the null provider's floor; bench-scale: the real provider at 100/1000/5000 Instances
+## bench: the runtime alone, in-process; bench-scale: the real provider at 100/1000/5000 Instances beside
+## its null-provider floor; bench-profile: py-spy on the provider converging 1000 llm Instances
 bench: $(STAMP) binaries
 	$(BIN)/python bench/converge_null.py 100 1000
 
 bench-scale: $(STAMP) binaries
-	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/scale.py --out bench-results.json
+
+bench-profile: $(STAMP) binaries
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	BENCH_PROFILE=$(CURDIR)/bench-profile.txt $(BIN)/python bench/scale.py --topologies llm --sizes 1000
+	$(BIN)/python bench/profile_summary.py bench-profile.txt
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -2,15 +2,22 @@
 
 One task per Instance key. A key is never reconciled twice at once (one actor, one loop), and a
 burst of N events while a reconcile runs collapses into a single flag, so it costs exactly one
-more run. An actor with nothing pending and nothing scheduled exits after `idle_timeout` and is
-recreated by the next event, so memory follows the working set. The follow-up run after a burst
-waits for the burst to settle (100 ms without an event, at most 1 s), so an Instance edited ten
-times in quick succession is applied about once more, not ten times. The reconcile function is wrapped
-so that one actor raising never touches another.
+more run. An actor with nothing pending exits after `idle_timeout` and is recreated by the next
+event, so memory follows the working set. An actor task costs a few kilobytes, so keys that could
+not run yet do not get one: while every reconcile slot is taken, a key without an actor waits in
+a FIFO backlog (a dict entry) and gets its actor when a slot frees; and a run scheduled beyond the
+idle timeout (a status poll, a long backoff) is parked as one heap entry served by a single timer
+task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog entries, not 5000 tasks.
+
+The follow-up run after a burst waits for the burst to settle (100 ms without an event, at most
+1 s), so an Instance edited ten times in quick succession is applied about once more, not ten
+times. The reconcile function is wrapped so that one actor raising never touches another.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -43,6 +50,7 @@ class _Actor:
     running: bool = False
     due: float | None = None  # monotonic deadline of a scheduled run (requeue or backoff)
     last_poke: float = 0.0
+    starting: bool = True  # spawned, not yet holding a reconcile slot
 
     def poke(self) -> None:
         self.pending = True
@@ -76,6 +84,14 @@ class ActorSystem:
         self._settle = settle
         self._max_settle = max_settle
         self._actors: dict[str, _Actor] = {}
+        # Runs of exited actors, due at a monotonic time: key -> due, and a heap of (due, key)
+        # whose entries no longer in `_parked` (the key ran earlier) are skipped when they come up.
+        self._parked: dict[str, float] = {}
+        # Keys waiting for a reconcile slot before getting an actor, in arrival order.
+        self._backlog: dict[str, None] = {}
+        self._starting = 0  # actors spawned but not yet holding a slot
+        self._timers: list[tuple[float, str]] = []
+        self._timers_changed = anyio.Event()
         self._task_group: TaskGroup | None = None
         self.stats = ActorStats()
 
@@ -88,7 +104,7 @@ class ActorSystem:
     @property
     def depth(self) -> int:
         """Keys waiting to run now (not running, not merely scheduled for later)."""
-        return sum(1 for a in self._actors.values() if a.pending and not a.running)
+        return len(self._backlog) + sum(1 for a in self._actors.values() if a.pending and not a.running)
 
     @property
     def busy(self) -> int:
@@ -98,6 +114,11 @@ class ActorSystem:
     def is_live(self, key: str) -> bool:
         return key in self._actors
 
+    @property
+    def parked(self) -> int:
+        """Keys with a scheduled run and no actor (waiting in the timer heap)."""
+        return len(self._parked)
+
     # -- lifecycle ------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -105,34 +126,79 @@ class ActorSystem:
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
-                await anyio.sleep_forever()
+                await self._serve_timers()
             finally:
                 self._task_group = None
+
+    async def _serve_timers(self) -> None:
+        """Wake parked keys when their run comes due."""
+        while True:
+            changed = self._timers_changed = anyio.Event()
+            delay = self._timers[0][0] - time.monotonic() if self._timers else math.inf
+            if delay > 0:
+                with anyio.move_on_after(delay):
+                    await changed.wait()
+                continue
+            due, key = heapq.heappop(self._timers)
+            if self._parked.get(key) == due:
+                del self._parked[key]
+                self.notify(key)
+
+    def _park(self, key: str, due: float) -> None:
+        self._parked[key] = due
+        heapq.heappush(self._timers, (due, key))
+        if self._timers[0] == (due, key):
+            self._timers_changed.set()  # the earliest timer moved: re-arm the sleep
 
     def notify(self, key: str) -> None:
         """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event."""
         actor = self._actors.get(key)
-        if actor is None:
-            if self._task_group is None:
-                raise RuntimeError("ActorSystem is not running")
-            actor = _Actor(key)
-            self._actors[key] = actor
-            self.stats.started += 1
-            self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
+        if actor is not None:
+            actor.poke()
+            return
+        if self._task_group is None:
+            raise RuntimeError("ActorSystem is not running")
+        self._parked.pop(key, None)  # a fresh run supersedes the scheduled one
+        if self._backlog or not self._slot_free():
+            self._backlog[key] = None  # already queued: its run will read the latest state anyway
+            return
+        self._spawn(key)
+
+    def _slot_free(self) -> bool:
+        return self._slots.borrowed_tokens + self._starting < self._slots.total_tokens
+
+    def _spawn(self, key: str) -> None:
+        assert self._task_group is not None
+        actor = _Actor(key)
+        self._actors[key] = actor
+        self._starting += 1
+        self.stats.started += 1
+        self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
         actor.poke()
 
+    def _admit_backlog(self) -> None:
+        """Give actors to backlog keys, oldest first, for the slots that are free."""
+        while self._backlog and self._slot_free() and self._task_group is not None:
+            key = next(iter(self._backlog))
+            del self._backlog[key]
+            self._spawn(key)  # a backlog key has no actor: notify() queues only those
+
     async def _wait_for_work(self, actor: _Actor) -> bool:
-        """Block until the actor has work; False when it should exit for idleness."""
+        """Block until the actor has work; False when it should exit for idleness (parking a run
+        scheduled beyond the idle timeout)."""
+        idle_at = time.monotonic() + self._idle_timeout
         while not actor.pending:
             now = time.monotonic()
             if actor.due is not None and now >= actor.due:
                 actor.due = None
                 return True
-            timeout = (actor.due - now) if actor.due is not None else self._idle_timeout
-            with anyio.move_on_after(timeout):
-                await actor.wake.wait()
-            if not actor.pending and actor.due is None:
+            if now >= idle_at:
+                if actor.due is not None:
+                    self._park(actor.key, actor.due)
                 return False
+            wake_at = idle_at if actor.due is None else min(actor.due, idle_at)
+            with anyio.move_on_after(wake_at - now):
+                await actor.wake.wait()
         return True
 
     async def _loop(self, actor: _Actor) -> None:
@@ -142,6 +208,7 @@ class ActorSystem:
                 actor.wake = anyio.Event()
                 actor.due = None  # a fresh run supersedes any scheduled one
                 outcome = await self._run_once(actor)
+                self._admit_backlog()  # our slot is free again
                 if actor.pending:
                     await self._settle_burst(actor)
                 if outcome.failed:
@@ -151,6 +218,12 @@ class ActorSystem:
                     self._limiter.forget(actor.key)
                     if outcome.requeue_after is not None:
                         actor.due = time.monotonic() + outcome.requeue_after
+        except Exception:
+            # A defect in this loop (not in the reconcile, which is wrapped) must cost one key a
+            # delayed retry, not the task group and with it every other actor.
+            log.exception("actor failed, retrying later", instance=actor.key)
+            self.stats.failures += 1
+            self._park(actor.key, time.monotonic() + self._limiter.when(actor.key))
         finally:
             # No await between the idle decision and this removal, so a concurrent notify()
             # either found this actor while it was still registered (and set pending, which
@@ -165,11 +238,19 @@ class ActorSystem:
         never delayed; only the run that follows one already under way."""
         deadline = time.monotonic() + self._max_settle
         # A timer on the last event's time, re-armed as events keep coming: no event to wait on.
-        while (quiet_at := actor.last_poke + self._settle) < deadline and time.monotonic() < quiet_at:  # noqa: ASYNC110
-            await anyio.sleep(quiet_at - time.monotonic())
+        while (quiet_at := actor.last_poke + self._settle) < deadline:
+            # One clock read per step: reading it twice let the delay turn negative between the
+            # check and the sleep, which anyio rejects (and which took the whole system down).
+            remaining = quiet_at - time.monotonic()
+            if remaining <= 0:
+                return
+            await anyio.sleep(remaining)
 
     async def _run_once(self, actor: _Actor) -> Outcome:
         async with self._slots:
+            if actor.starting:
+                actor.starting = False
+                self._starting -= 1
             actor.running = True
             self.stats.runs += 1
             try:

@@ -21,6 +21,9 @@ class RuntimeMetrics:
         self.queue_depth = Gauge("provider_queue_depth", "Instances waiting to reconcile", registry=self.registry)
         self.retries = Counter("provider_retries_total", "Reconciles that will be retried", registry=self.registry)
         self.live_actors = Gauge("provider_live_actors", "Per-Instance actors alive", registry=self.registry)
+        self.scheduled_runs = Gauge(
+            "provider_scheduled_runs", "Instances with a run scheduled and no live actor", registry=self.registry
+        )
         self.api_requests = Counter(
             "provider_api_requests_total",
             "Requests to the Kubernetes API server",

@@ -9,18 +9,12 @@ API server and thousands of Instances still fit the memory budget.
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 
 from actors.interface import KubeObject, Resource
 from actors.ownership import INSTANCE_KIND
-
-
-def _pack(obj: KubeObject) -> bytes:
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-    return zlib.compress(json.dumps({**obj, "metadata": meta}, separators=(",", ":")).encode(), 1)
+from actors.packed import pack, unpack
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +31,7 @@ class OwnedRef:
 
     def object(self) -> KubeObject:
         """The object as last seen by the watch (without managedFields)."""
-        decoded: KubeObject = json.loads(zlib.decompress(self.packed)) if self.packed else {}
-        return decoded
+        return unpack(self.packed) if self.packed else {}
 
     @property
     def owner_key(self) -> str:
@@ -59,7 +52,7 @@ def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
                 owner_uid=str(ref.get("uid", "")),
                 owner_name=str(ref.get("name", "")),
                 deleting=bool(meta.get("deletionTimestamp")),
-                packed=_pack(obj),
+                packed=pack(obj),
             )
     return None
 

@@ -23,7 +23,7 @@ import structlog
 from opentelemetry import trace
 
 from actors.actor import Outcome
-from actors.apply import Applier, ApplyConflict
+from actors.apply import Applier, ApplyConflict, content_hash
 from actors.interface import (
     Condition,
     ConnectionDetails,
@@ -107,7 +107,7 @@ class InstanceReconciler:
         self.available = available
         self.metrics = metrics
         # Connection Secret data we last wrote, per Instance key, to skip identical writes.
-        self._secret_digest: dict[str, str] = {}
+        self._secret_digest: dict[str, bytes] = {}
 
     # -- entry point ----------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ class InstanceReconciler:
                     self.metrics.reconciles.labels(result="gone").inc()
                     return Outcome()
                 try:
-                    outcome = await self._reconcile(copy.deepcopy(instance))
+                    outcome = await self._reconcile(instance)  # a fresh copy: ours to modify
                 except (aiohttp.ClientError, OSError, TimeoutError) as err:
                     # The API server is unreachable (restarting, network): retry with backoff like
                     # any failure, in one line; a traceback per Instance per retry would bury the
@@ -349,7 +349,7 @@ class InstanceReconciler:
             "data": data,
         }
         key = f"{meta['namespace']}/{meta['name']}"
-        digest = repr(sorted(data.items())) + meta.get("uid", "")
+        digest = content_hash({"data": data, "uid": meta.get("uid", "")})
         if self._secret_digest.get(key) != digest:
             live = await self.client.get(SECRETS, meta["namespace"], name)
             if live is None or live.get("data") != data:

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--burst", type=int, default=100, help="retry token bucket burst")
     parser.add_argument("--backoff-base", type=float, default=0.005, help="first retry delay (s)")
     parser.add_argument("--backoff-cap", type=float, default=1000.0, help="longest retry delay (s)")
-    parser.add_argument("--idle-timeout", type=float, default=60.0, help="seconds before an idle actor exits")
+    parser.add_argument("--idle-timeout", type=float, default=10.0, help="seconds before an idle actor exits")
     parser.add_argument("--resync-period", type=float, default=600.0, help="seconds between full resyncs")
     parser.add_argument("--poll-not-ready", type=float, default=60.0, help="status poll while not Ready (s)")
     parser.add_argument(

@@ -1,13 +1,16 @@
-"""The actor system in-process: coalescing, exclusivity per key, isolation, backoff, idle exit."""
+"""The actor system in-process: coalescing, exclusivity per key, isolation, backoff, idle exit, parking."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections import Counter
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 
+from actors import actor as actor_module
 from actors.actor import ActorSystem, Outcome
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 
@@ -94,8 +97,8 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
         with anyio.fail_after(5):
             while len(done) < 5:
                 await anyio.sleep(0.01)
-        # The failing key is kept alive, waiting out its backoff; the good ones went idle.
-        assert system.is_live("ns/bad")
+        # The failing key waits out its backoff (as an actor, or parked once idle).
+        assert system.is_live("ns/bad") or system.parked == 1
         assert limiter.failures("ns/bad") == 1
         tg.cancel_scope.cancel()
     assert sorted(done) == [f"ns/good-{i}" for i in range(5)]
@@ -221,3 +224,148 @@ async def test_settling_is_bounded_by_max_settle() -> None:
             await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
     assert len(runs) >= 3
+
+
+async def test_a_run_due_after_the_idle_timeout_is_parked_not_kept_as_an_actor() -> None:
+    runs: list[float] = []
+
+    async def reconcile(key: str) -> Outcome:
+        runs.append(time.monotonic())
+        return Outcome(requeue_after=0.3) if len(runs) == 1 else Outcome()
+
+    system = ActorSystem(reconcile, idle_timeout=0.05)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        system.notify("ns/a")
+        with anyio.fail_after(5):
+            while system.is_live("ns/a"):
+                await anyio.sleep(0.01)
+        assert (system.live, system.parked, len(runs)) == (0, 1, 1)
+        with anyio.fail_after(5):
+            while len(runs) < 2 or system.is_live("ns/a"):
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert runs[1] - runs[0] >= 0.3  # ran when due, not when parked
+    assert (system.parked, system.stats.started) == (0, 2)
+
+
+async def test_an_event_for_a_parked_key_runs_it_now_and_drops_the_timer() -> None:
+    runs: list[str] = []
+
+    async def reconcile(key: str) -> Outcome:
+        runs.append(key)
+        return Outcome(requeue_after=3600) if len(runs) == 1 else Outcome()
+
+    system = ActorSystem(reconcile, idle_timeout=0.02)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        system.notify("ns/a")
+        with anyio.fail_after(5):
+            while system.parked == 0:
+                await anyio.sleep(0.01)
+        system.notify("ns/a")
+        with anyio.fail_after(5):
+            while len(runs) < 2:
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert runs == ["ns/a", "ns/a"]
+    assert system.parked == 0
+
+
+async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads(monkeypatch: Any) -> None:
+    """The actor's clock advances 40 ms per read, settle is 100 ms: the quiet point is still ahead
+    when checked and already past one read later. A second read for the sleep would give a
+    negative delay, which anyio rejects (it once took the whole system down)."""
+
+    class SteppingClock:
+        now = 1000.0
+
+        def monotonic(self) -> float:
+            self.now += 0.04
+            return self.now
+
+    monkeypatch.setattr(actor_module, "time", SteppingClock())
+    runs: list[str] = []
+    second_event_sent = anyio.Event()
+
+    async def reconcile(key: str) -> Outcome:
+        runs.append(key)
+        if len(runs) == 1:
+            system.notify(key)  # an event while running: a follow-up run, after settling
+            second_event_sent.set()
+        return Outcome()
+
+    system = ActorSystem(reconcile, idle_timeout=10.0, settle=0.1, max_settle=10.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        system.notify("ns/a")
+        with anyio.fail_after(5):
+            while len(runs) < 2:
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert second_event_sent.is_set() and runs == ["ns/a", "ns/a"]
+
+
+async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -> None:
+    order: list[str] = []
+
+    async def reconcile(key: str) -> Outcome:
+        order.append(key)
+        await anyio.sleep(0.005)
+        return Outcome()
+
+    keys = [f"ns/{i:02d}" for i in range(50)]
+    system = ActorSystem(reconcile, max_concurrent=2, idle_timeout=10.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        for key in keys:
+            system.notify(key)
+        for key in keys[10:20]:
+            system.notify(key)  # already waiting: no second entry, no second run
+        assert (system.live, system.depth) == (2, 50)
+        with anyio.fail_after(5):
+            while len(order) < 50 or system.depth:
+                await anyio.sleep(0.01)
+        live_after = system.live
+        tg.cancel_scope.cancel()
+    assert order == keys  # first come, first served, each once
+    assert live_after == 50  # all ran, then idle (idle_timeout not reached)
+
+
+async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(monkeypatch: Any) -> None:
+    runs: Counter[str] = Counter()
+
+    async def reconcile(key: str) -> Outcome:
+        runs[key] += 1
+        if runs[key] == 1:
+            system.notify(key)  # an event during the run: the loop goes on to settle the burst
+        return Outcome()
+
+    limiter = RateLimiter(ExponentialBackoff(base=0.05), TokenBucket())
+    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.05)
+    original = system._settle_burst
+    broken_once = {"ns/bad"}
+
+    async def settle(actor: Any) -> None:
+        if actor.key in broken_once:
+            broken_once.clear()
+            raise RuntimeError("defect")
+        await original(actor)
+
+    monkeypatch.setattr(system, "_settle_burst", settle)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        for key in ("ns/bad", "ns/good"):
+            system.notify(key)
+        with anyio.fail_after(5):
+            while runs["ns/bad"] < 2 or runs["ns/good"] < 2:
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    # The defect cost ns/bad one parked retry; ns/good ran its follow-up as usual.
+    assert system.stats.failures == 1
+    assert runs == {"ns/bad": 2, "ns/good": 2}
