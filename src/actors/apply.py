@@ -5,7 +5,9 @@ and never forced unless the Instance opts in. A field owned by another manager s
 `ApplyConflict` naming the field and the manager instead of a silent takeover or a blind retry.
 An object whose desired content and live resourceVersion are both what we last applied is not
 sent again (its watched copy serves as the observed state), so a resync of converged Instances
-writes, and reads, nothing.
+writes, and reads, nothing. The watch event of our own apply (the object exactly as the apply
+returned it, which that reconcile observed already) wakes nobody; an event that may be anything
+else does, so a change by someone else is never missed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -76,6 +78,10 @@ def content_hash(obj: KubeObject) -> bytes:
     return hashlib.blake2b(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode(), digest_size=16).digest()
 
 
+def _resource_version(obj: KubeObject) -> str:
+    return str(obj["metadata"].get("resourceVersion", ""))
+
+
 @dataclass(slots=True)
 class _Applied:
     digest: bytes
@@ -99,6 +105,7 @@ class Applier:
         field_manager: str,
         provider_name: str,
         resources_by_kind: Mapping[str, Resource],
+        wake_owner: Callable[[str], None] = lambda owner_key: None,
     ) -> None:
         self.client = client
         self.index = index
@@ -107,6 +114,11 @@ class Applier:
         self.resources_by_kind = dict(resources_by_kind)
         # (resource, namespace, name) -> what we last applied and the resourceVersion it produced.
         self._applied: dict[tuple[Resource, str, str], _Applied] = {}
+        # Applies under way -> resourceVersion of the latest watch event for that object since it
+        # started ("" for none): the event may come back before the response that tells us whose
+        # write it was, so it is held until then.
+        self._in_flight: dict[tuple[Resource, str, str], str] = {}
+        self._wake_owner = wake_owner
 
     def resource_for(self, obj: KubeObject) -> Resource:
         kind = obj["kind"]
@@ -136,7 +148,7 @@ class Applier:
             name = stamped["metadata"]["name"]
             wanted.add((resource, name))
             live = self.index.get(owner_key, resource, name)
-            observed = await self._apply_one(resource, stamped, live, force=force, result=result)
+            observed = await self._apply_one(resource, stamped, live, owner_key, force=force, result=result)
             result.observed[(stamped["kind"], name)] = observed
         for ref in self.index.owned_by(owner_key, str(meta.get("uid", ""))):
             if (ref.resource, ref.name) not in wanted and ref.resource in self.resources_by_kind.values():
@@ -149,6 +161,7 @@ class Applier:
         resource: Resource,
         stamped: KubeObject,
         live: OwnedRef | None,
+        owner_key: str,
         *,
         force: bool,
         result: SyncResult,
@@ -170,29 +183,40 @@ class Applier:
         with tracer.start_as_current_span(
             "apply", attributes={"k8s.kind": stamped["kind"], "k8s.name": name}
         ):
+            self._in_flight[cache_key] = ""
+            applied: KubeObject | None = None
             try:
-                await self.client.apply(
-                    resource, stamped, field_manager=self.field_manager, force=force, dry_run=True
-                )
-                applied = await self.client.apply(
-                    resource, stamped, field_manager=self.field_manager, force=force
-                )
-            except ApiError as err:
-                if err.status != 409:
-                    raise
-                conflicts = _parse_conflicts(err)
-                if force or not conflicts or not all(c.hand_edit for c in conflicts):
-                    raise ApplyConflict(stamped["kind"], name, conflicts) from err
-                log.info(
-                    "restoring fields edited by hand",
-                    kind=stamped["kind"],
-                    name=name,
-                    fields=[f"{c.field} ({c.manager})" for c in conflicts],
-                )
-                applied = await self._apply_forced(resource, stamped)
-        self._applied[cache_key] = _Applied(digest, str(applied["metadata"].get("resourceVersion", "")))
+                applied = await self._write(resource, stamped, force=force)
+            finally:
+                seen = self._in_flight.pop(cache_key)
+                if seen and (applied is None or seen != _resource_version(applied)):
+                    # An event arrived during the apply that is not our write (or we cannot tell):
+                    # the owner runs again to look at it.
+                    self._wake_owner(owner_key)
+        self._applied[cache_key] = _Applied(digest, _resource_version(applied))
         result.applied += 1
         return applied
+
+    async def _write(self, resource: Resource, stamped: KubeObject, *, force: bool) -> KubeObject:
+        """Dry run, then apply; hand edits of our fields are taken back, other conflicts raised."""
+        try:
+            manager = self.field_manager
+            await self.client.apply(resource, stamped, field_manager=manager, force=force, dry_run=True)
+            applied: KubeObject = await self.client.apply(resource, stamped, field_manager=manager, force=force)
+            return applied
+        except ApiError as err:
+            if err.status != 409:
+                raise
+            conflicts = _parse_conflicts(err)
+            if force or not conflicts or not all(c.hand_edit for c in conflicts):
+                raise ApplyConflict(stamped["kind"], stamped["metadata"]["name"], conflicts) from err
+            log.info(
+                "restoring fields edited by hand",
+                kind=stamped["kind"],
+                name=stamped["metadata"]["name"],
+                fields=[f"{c.field} ({c.manager})" for c in conflicts],
+            )
+            return await self._apply_forced(resource, stamped)
 
     async def _apply_forced(self, resource: Resource, stamped: KubeObject) -> KubeObject:
         await self.client.apply(resource, stamped, field_manager=self.field_manager, force=True, dry_run=True)
@@ -205,6 +229,17 @@ class Applier:
         ):
             self._applied.pop((ref.resource, ref.namespace, ref.name), None)
             return await self.client.delete(ref.resource, ref.namespace, ref.name)
+
+    def absorbs_echo(self, ref: OwnedRef) -> bool:
+        """Whether the watch event `ref` needs no reconcile: it is exactly what our last apply of the
+        object returned (observed by the reconcile that made it), or it arrived while an apply of
+        the object is under way and is held until the response shows whose write it was."""
+        key = (ref.resource, ref.namespace, ref.name)
+        if key in self._in_flight:
+            self._in_flight[key] = ref.resource_version
+            return True
+        last = self._applied.get(key)
+        return last is not None and not ref.deleting and last.resource_version == ref.resource_version
 
     def forget(self, namespace: str, names: Sequence[tuple[Resource, str]] = ()) -> None:
         for resource, name in names:

@@ -100,6 +100,7 @@ class Manager:
             field_manager=field_manager or provider.name,
             provider_name=provider.name,
             resources_by_kind={r.kind: r for r in owned},
+            wake_owner=lambda owner_key: self.actors.notify(owner_key),
         )
         self._available: set[Resource] = set()
         self._watched: set[Resource] = set()
@@ -260,6 +261,10 @@ class Manager:
 
     def _owned_changed(self, key: str, old: OwnedRef | None, new: OwnedRef | None) -> None:
         self.index.update(old, new)
+        if new is not None and self.applier.absorbs_echo(new):
+            # Our own write coming back: waking the owner would cost every Instance one more
+            # reconcile (and a status write racing the event of the one just made) for nothing.
+            return
         ref = new or old
         if ref is not None and ref.owner_key in self.instances:
             self.actors.notify(ref.owner_key)

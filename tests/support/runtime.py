@@ -54,10 +54,16 @@ async def wait_for(predicate: Callable[[], Awaitable[Any]], timeout: float = 30.
             await anyio.sleep(0.1)
 
 
+async def until(condition: Callable[[], bool], timeout: float = 5.0, step: float = 0.01) -> None:
+    """Poll a cheap, synchronous condition every `step` seconds (fine enough for the runtime's
+    10-100 ms timings, which `wait_for`'s 0.1 s would blur); fail the test after `timeout`."""
+    with anyio.fail_after(timeout):
+        while not condition():
+            await anyio.sleep(step)
+
+
 def idle(manager: Manager) -> Callable[[], Awaitable[bool]]:
     async def idle() -> bool:
         return manager.actors.depth == 0 and manager.actors.busy == 0
 
     return idle
-
-

@@ -13,6 +13,7 @@ import anyio.lowlevel
 from actors import actor as actor_module
 from actors.actor import ActorSystem, Outcome
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
+from tests.support.runtime import until
 
 
 async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None:
@@ -36,9 +37,7 @@ async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None
         for _ in range(100):
             system.notify("ns/a")
         release.set()
-        with anyio.fail_after(5):
-            while system.is_live("ns/a"):
-                await anyio.sleep(0.01)
+        await until(lambda: not system.is_live("ns/a"))
         tg.cancel_scope.cancel()
     assert runs == ["ns/a", "ns/a"]
 
@@ -66,9 +65,7 @@ async def test_one_key_is_never_reconciled_concurrently_under_load() -> None:
                 system.notify(f"ns/{i}")
             if round_ % 5 == 0:
                 await anyio.sleep(0.002)
-        with anyio.fail_after(10):
-            while system.live:
-                await anyio.sleep(0.01)
+        await until(lambda: not system.live, timeout=10)
         tg.cancel_scope.cancel()
     assert overlaps == []
     assert set(runs) == {f"ns/{i}" for i in range(20)}
@@ -94,9 +91,7 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
         system.notify("ns/bad")
         for i in range(5):
             system.notify(f"ns/good-{i}")
-        with anyio.fail_after(5):
-            while len(done) < 5:
-                await anyio.sleep(0.01)
+        await until(lambda: len(done) >= 5)
         # The failing key waits out its backoff (as an actor, or parked once idle).
         assert system.is_live("ns/bad") or system.parked == 1
         assert limiter.failures("ns/bad") == 1
@@ -118,9 +113,7 @@ async def test_failure_retries_with_backoff_and_success_resets_it() -> None:
         tg.start_soon(system.run)
         await anyio.lowlevel.checkpoint()
         system.notify("ns/a")
-        with anyio.fail_after(5):
-            while len(attempts) < 4 or system.is_live("ns/a"):
-                await anyio.sleep(0.005)
+        await until(lambda: len(attempts) >= 4 and not system.is_live("ns/a"), step=0.005)
         tg.cancel_scope.cancel()
     gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert len(attempts) == 4
@@ -140,14 +133,10 @@ async def test_requeue_after_runs_again_and_idle_actor_exits() -> None:
         tg.start_soon(system.run)
         await anyio.lowlevel.checkpoint()
         system.notify("ns/a")
-        with anyio.fail_after(5):
-            while system.is_live("ns/a") or len(runs) < 2:
-                await anyio.sleep(0.01)
+        await until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
         assert system.live == 0
         system.notify("ns/a")  # recreated on demand
-        with anyio.fail_after(5):
-            while len(runs) < 3:
-                await anyio.sleep(0.01)
+        await until(lambda: len(runs) >= 3)
         tg.cancel_scope.cancel()
     assert runs == ["ns/a"] * 3
     assert system.stats.started == 2
@@ -171,9 +160,7 @@ async def test_global_cap_on_concurrent_reconciles() -> None:
         await anyio.lowlevel.checkpoint()
         for i in range(30):
             system.notify(f"ns/{i}")
-        with anyio.fail_after(5):
-            while system.live:
-                await anyio.sleep(0.01)
+        await until(lambda: not system.live)
         tg.cancel_scope.cancel()
     assert peak == 3
     assert system.stats.runs == 30
@@ -199,9 +186,7 @@ async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
         for _ in range(10):
             system.notify("ns/a")
             await anyio.sleep(0.02)
-        with anyio.fail_after(5):
-            while system.is_live("ns/a"):
-                await anyio.sleep(0.01)
+        await until(lambda: not system.is_live("ns/a"))
         tg.cancel_scope.cancel()
     assert len(runs) == 2  # the burst cost one more run, not ten
 
@@ -238,13 +223,9 @@ async def test_a_run_due_after_the_idle_timeout_is_parked_not_kept_as_an_actor()
         tg.start_soon(system.run)
         await anyio.lowlevel.checkpoint()
         system.notify("ns/a")
-        with anyio.fail_after(5):
-            while system.is_live("ns/a"):
-                await anyio.sleep(0.01)
+        await until(lambda: not system.is_live("ns/a"))
         assert (system.live, system.parked, len(runs)) == (0, 1, 1)
-        with anyio.fail_after(5):
-            while len(runs) < 2 or system.is_live("ns/a"):
-                await anyio.sleep(0.01)
+        await until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
         tg.cancel_scope.cancel()
     assert runs[1] - runs[0] >= 0.3  # ran when due, not when parked
     assert (system.parked, system.stats.started) == (0, 2)
@@ -262,13 +243,9 @@ async def test_an_event_for_a_parked_key_runs_it_now_and_drops_the_timer() -> No
         tg.start_soon(system.run)
         await anyio.lowlevel.checkpoint()
         system.notify("ns/a")
-        with anyio.fail_after(5):
-            while system.parked == 0:
-                await anyio.sleep(0.01)
+        await until(lambda: system.parked > 0)
         system.notify("ns/a")
-        with anyio.fail_after(5):
-            while len(runs) < 2:
-                await anyio.sleep(0.01)
+        await until(lambda: len(runs) >= 2)
         tg.cancel_scope.cancel()
     assert runs == ["ns/a", "ns/a"]
     assert system.parked == 0
@@ -302,9 +279,7 @@ async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads
         tg.start_soon(system.run)
         await anyio.lowlevel.checkpoint()
         system.notify("ns/a")
-        with anyio.fail_after(5):
-            while len(runs) < 2:
-                await anyio.sleep(0.01)
+        await until(lambda: len(runs) >= 2)
         tg.cancel_scope.cancel()
     assert second_event_sent.is_set() and runs == ["ns/a", "ns/a"]
 
@@ -327,9 +302,7 @@ async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -
         for key in keys[10:20]:
             system.notify(key)  # already waiting: no second entry, no second run
         assert (system.live, system.depth) == (2, 50)
-        with anyio.fail_after(5):
-            while len(order) < 50 or system.depth:
-                await anyio.sleep(0.01)
+        await until(lambda: len(order) >= 50 and system.depth == 0)
         live_after = system.live
         tg.cancel_scope.cancel()
     assert order == keys  # first come, first served, each once
@@ -362,9 +335,7 @@ async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(m
         await anyio.lowlevel.checkpoint()
         for key in ("ns/bad", "ns/good"):
             system.notify(key)
-        with anyio.fail_after(5):
-            while runs["ns/bad"] < 2 or runs["ns/good"] < 2:
-                await anyio.sleep(0.01)
+        await until(lambda: runs["ns/bad"] >= 2 and runs["ns/good"] >= 2)
         tg.cancel_scope.cancel()
     # The defect cost ns/bad one parked retry; ns/good ran its follow-up as usual.
     assert system.stats.failures == 1
