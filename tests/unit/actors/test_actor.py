@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -14,6 +16,18 @@ from actors import actor as actor_module
 from actors.actor import ActorSystem, Outcome
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 from tests.support.runtime import until
+
+
+@asynccontextmanager
+async def system_running(system: ActorSystem) -> AsyncIterator[None]:
+    """The system's run loop in the background for the block; stopped when the block ends."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(system.run)
+        await anyio.lowlevel.checkpoint()
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
 
 
 async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None:
@@ -29,16 +43,13 @@ async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None
         return Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=0.2)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await started.wait()
         for _ in range(100):
             system.notify("ns/a")
         release.set()
         await until(lambda: not system.is_live("ns/a"))
-        tg.cancel_scope.cancel()
     assert runs == ["ns/a", "ns/a"]
 
 
@@ -57,16 +68,13 @@ async def test_one_key_is_never_reconciled_concurrently_under_load() -> None:
         return Outcome()
 
     system = ActorSystem(reconcile, max_concurrent=8, idle_timeout=0.2)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         for round_ in range(50):
             for i in range(20):
                 system.notify(f"ns/{i}")
             if round_ % 5 == 0:
                 await anyio.sleep(0.002)
         await until(lambda: not system.live, timeout=10)
-        tg.cancel_scope.cancel()
     assert overlaps == []
     assert set(runs) == {f"ns/{i}" for i in range(20)}
     # Coalescing: far fewer runs than the 50 events each key received.
@@ -85,9 +93,7 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
 
     limiter = RateLimiter(ExponentialBackoff(base=10.0), TokenBucket())
     system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/bad")
         for i in range(5):
             system.notify(f"ns/good-{i}")
@@ -95,7 +101,6 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
         # The failing key waits out its backoff (as an actor, or parked once idle).
         assert system.is_live("ns/bad") or system.parked == 1
         assert limiter.failures("ns/bad") == 1
-        tg.cancel_scope.cancel()
     assert sorted(done) == [f"ns/good-{i}" for i in range(5)]
     assert system.stats.failures == 1
 
@@ -109,12 +114,9 @@ async def test_failure_retries_with_backoff_and_success_resets_it() -> None:
 
     limiter = RateLimiter(ExponentialBackoff(base=0.02), TokenBucket())
     system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await until(lambda: len(attempts) >= 4 and not system.is_live("ns/a"), step=0.005)
-        tg.cancel_scope.cancel()
     gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert len(attempts) == 4
     assert gaps[0] >= 0.02 and gaps[1] >= 0.04 and gaps[2] >= 0.08
@@ -129,15 +131,12 @@ async def test_requeue_after_runs_again_and_idle_actor_exits() -> None:
         return Outcome(requeue_after=0.05) if len(runs) == 1 else Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=0.05)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
         assert system.live == 0
         system.notify("ns/a")  # recreated on demand
         await until(lambda: len(runs) >= 3)
-        tg.cancel_scope.cancel()
     assert runs == ["ns/a"] * 3
     assert system.stats.started == 2
 
@@ -155,13 +154,10 @@ async def test_global_cap_on_concurrent_reconciles() -> None:
         return Outcome()
 
     system = ActorSystem(reconcile, max_concurrent=3, idle_timeout=0.05)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         for i in range(30):
             system.notify(f"ns/{i}")
         await until(lambda: not system.live)
-        tg.cancel_scope.cancel()
     assert peak == 3
     assert system.stats.runs == 30
 
@@ -177,9 +173,7 @@ async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
         return Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=1.0)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await started.wait()
         # Ten edits spread over ~0.2 s, the first one while the first run is under way.
@@ -187,7 +181,6 @@ async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
             system.notify("ns/a")
             await anyio.sleep(0.02)
         await until(lambda: not system.is_live("ns/a"))
-        tg.cancel_scope.cancel()
     assert len(runs) == 2  # the burst cost one more run, not ten
 
 
@@ -199,15 +192,12 @@ async def test_settling_is_bounded_by_max_settle() -> None:
         return Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=0.2)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         # An endless stream of events must not starve the Instance: it runs at least every ~0.2 s.
         for _ in range(60):
             system.notify("ns/a")
             await anyio.sleep(0.01)
-        tg.cancel_scope.cancel()
     assert len(runs) >= 3
 
 
@@ -219,14 +209,11 @@ async def test_a_run_due_after_the_idle_timeout_is_parked_not_kept_as_an_actor()
         return Outcome(requeue_after=0.3) if len(runs) == 1 else Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=0.05)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await until(lambda: not system.is_live("ns/a"))
         assert (system.live, system.parked, len(runs)) == (0, 1, 1)
         await until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
-        tg.cancel_scope.cancel()
     assert runs[1] - runs[0] >= 0.3  # ran when due, not when parked
     assert (system.parked, system.stats.started) == (0, 2)
 
@@ -239,14 +226,11 @@ async def test_an_event_for_a_parked_key_runs_it_now_and_drops_the_timer() -> No
         return Outcome(requeue_after=3600) if len(runs) == 1 else Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=0.02)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await until(lambda: system.parked > 0)
         system.notify("ns/a")
         await until(lambda: len(runs) >= 2)
-        tg.cancel_scope.cancel()
     assert runs == ["ns/a", "ns/a"]
     assert system.parked == 0
 
@@ -275,12 +259,9 @@ async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads
         return Outcome()
 
     system = ActorSystem(reconcile, idle_timeout=10.0, settle=0.1, max_settle=10.0)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         system.notify("ns/a")
         await until(lambda: len(runs) >= 2)
-        tg.cancel_scope.cancel()
     assert second_event_sent.is_set() and runs == ["ns/a", "ns/a"]
 
 
@@ -294,9 +275,7 @@ async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -
 
     keys = [f"ns/{i:02d}" for i in range(50)]
     system = ActorSystem(reconcile, max_concurrent=2, idle_timeout=10.0)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         for key in keys:
             system.notify(key)
         for key in keys[10:20]:
@@ -304,7 +283,6 @@ async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -
         assert (system.live, system.depth) == (2, 50)
         await until(lambda: len(order) >= 50 and system.depth == 0)
         live_after = system.live
-        tg.cancel_scope.cancel()
     assert order == keys  # first come, first served, each once
     assert live_after == 50  # all ran, then idle (idle_timeout not reached)
 
@@ -330,13 +308,10 @@ async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(m
         await original(actor)
 
     monkeypatch.setattr(system, "_settle_burst", settle)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+    async with system_running(system):
         for key in ("ns/bad", "ns/good"):
             system.notify(key)
         await until(lambda: runs["ns/bad"] >= 2 and runs["ns/good"] >= 2)
-        tg.cancel_scope.cancel()
     # The defect cost ns/bad one parked retry; ns/good ran its follow-up as usual.
     assert system.stats.failures == 1
     assert runs == {"ns/bad": 2, "ns/good": 2}
