@@ -23,6 +23,8 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser("run", help="run the provider controller")
     in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
     add_connection_arguments(parser)
+    # The runtime's own defaults, so the flags and ManagerOptions cannot drift apart.
+    defaults = ManagerOptions()
     parser.add_argument(
         "--namespace",
         dest="namespaces",
@@ -30,18 +32,26 @@ def register(subparsers: Any) -> None:
         default=[],
         help="watch only this namespace (repeatable); default: all namespaces",
     )
-    parser.add_argument("--metrics-port", type=int, default=8080)
-    parser.add_argument("--health-port", type=int, default=8081)
-    parser.add_argument("--validation-port", type=int, default=8082)
-    parser.add_argument("--bind-host", default="0.0.0.0")
-    parser.add_argument("--max-concurrent", type=int, default=16, help="global cap on concurrent reconciles")
-    parser.add_argument("--qps", type=float, default=10.0, help="retry token bucket rate")
-    parser.add_argument("--burst", type=int, default=100, help="retry token bucket burst")
-    parser.add_argument("--backoff-base", type=float, default=0.005, help="first retry delay (s)")
-    parser.add_argument("--backoff-cap", type=float, default=1000.0, help="longest retry delay (s)")
-    parser.add_argument("--idle-timeout", type=float, default=10.0, help="seconds before an idle actor exits")
-    parser.add_argument("--resync-period", type=float, default=600.0, help="seconds between full resyncs")
-    parser.add_argument("--poll-not-ready", type=float, default=60.0, help="status poll while not Ready (s)")
+    parser.add_argument("--metrics-port", type=int, default=defaults.metrics_port)
+    parser.add_argument("--health-port", type=int, default=defaults.health_port)
+    parser.add_argument("--validation-port", type=int, default=defaults.validation_port)
+    parser.add_argument("--bind-host", default=defaults.bind_host)
+    parser.add_argument(
+        "--max-concurrent", type=int, default=defaults.max_concurrent, help="global cap on concurrent reconciles"
+    )
+    parser.add_argument("--qps", type=float, default=defaults.qps, help="retry token bucket rate")
+    parser.add_argument("--burst", type=int, default=defaults.burst, help="retry token bucket burst")
+    parser.add_argument("--backoff-base", type=float, default=defaults.backoff_base, help="first retry delay (s)")
+    parser.add_argument("--backoff-cap", type=float, default=defaults.backoff_cap, help="longest retry delay (s)")
+    parser.add_argument(
+        "--idle-timeout", type=float, default=defaults.idle_timeout, help="seconds before an idle actor exits"
+    )
+    parser.add_argument(
+        "--resync-period", type=float, default=defaults.resync_period, help="seconds between full resyncs"
+    )
+    parser.add_argument(
+        "--poll-not-ready", type=float, default=defaults.poll_not_ready, help="status poll while not Ready (s)"
+    )
     parser.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
