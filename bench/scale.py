@@ -335,11 +335,9 @@ async def steady_and_churn(kube: KubeClient, process: ProviderProcess, workload:
             await anyio.sleep(0.5)
     await process.quiet()
     after = process.scrape()
-    before_verbs, after_verbs = before.verbs, after.verbs
-    after_rec, before_rec = after.reconciles, before.reconciles
-    result["resync_writes"] = sum(after_verbs[v] - before_verbs[v] for v in WRITES)
-    result["resync_reads"] = sum(after_verbs[v] - before_verbs[v] for v in READS)
-    result["resync_reconciles"] = after_rec - before_rec
+    result["resync_writes"] = sum(after.verbs[v] - before.verbs[v] for v in WRITES)
+    result["resync_reads"] = sum(after.verbs[v] - before.verbs[v] for v in READS)
+    result["resync_reconciles"] = after.reconciles - before.reconciles
     latencies = await spec_change_latency(kube, workload, process.namespace, min(50, n))
     result["change_p50_ms"] = 1000 * statistics.median(latencies)
     result["change_p99_ms"] = 1000 * pct(latencies, 0.99)
