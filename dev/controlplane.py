@@ -717,7 +717,8 @@ class ControlPlane:
         self.timings["etcd_start"] = time.monotonic() - started
 
     def start_apiserver(self) -> None:
-        """(Re)start kube-apiserver on the same port and etcd data, and wait for /readyz."""
+        """(Re)start kube-apiserver on the same port and etcd data, and wait for /readyz; a running
+        controller manager is restarted after it."""
         started = time.monotonic()
         proc = self._procs[APISERVER]
         if proc.running():
@@ -727,6 +728,20 @@ class ControlPlane:
         headers = {"Authorization": f"Bearer {self.admin_token}"}
         self._wait(proc, lambda: _http_ok(f"{self.server}/readyz", context, headers), timeout=120.0)
         self.timings["apiserver_ready"] = time.monotonic() - started
+        self._restart_controller_manager()
+
+    def _restart_controller_manager(self) -> None:
+        """A controller manager that outlived an API server outage is restarted: its informers back
+        off while the server is away (client-go: 0.8 s doubling to 30 s, plus up to 100 % jitter),
+        so after a 20 s outage the garbage collector went over a minute without seeing new objects
+        and a later test's dependents were not collected in time. A fresh one relists everything
+        at once, and its garbage collector still finds what was orphaned during the outage."""
+        proc = self._procs.get(CONTROLLER_MANAGER)
+        if proc is None or not proc.running():
+            return
+        self._sample_peak(proc)
+        proc.stop(_STOP_GRACE[CONTROLLER_MANAGER])
+        self.start_controller_manager()
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver only (etcd and its data stay); clients see connection refused."""

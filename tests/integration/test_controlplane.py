@@ -128,7 +128,7 @@ async def test_instance_and_llminferenceservice_round_trip(kube: KubeClient, nam
     assert llm["spec"] == llm_spec
 
 
-async def test_garbage_collector_deletes_dependents(kube: KubeClient, namespace: str) -> None:
+async def _owner_deletion_collects_its_dependent(kube: KubeClient, namespace: str) -> None:
     owner = await kube.create(CONFIGMAPS, {"metadata": {"name": "owner", "namespace": namespace}})
     ref = {
         "apiVersion": "v1",
@@ -146,6 +146,10 @@ async def test_garbage_collector_deletes_dependents(kube: KubeClient, namespace:
         await asyncio.sleep(0.2)
 
 
+async def test_garbage_collector_deletes_dependents(kube: KubeClient, namespace: str) -> None:
+    await _owner_deletion_collects_its_dependent(kube, namespace)
+
+
 async def test_apiserver_restart_keeps_data(controlplane: ControlPlane, kube: KubeClient, namespace: str) -> None:
     await kube.create(CONFIGMAPS, {"metadata": {"name": "survivor", "namespace": namespace}, "data": {"k": "v"}})
     port = controlplane.apiserver_port
@@ -157,6 +161,11 @@ async def test_apiserver_restart_keeps_data(controlplane: ControlPlane, kube: Ku
     stored = await kube.get(CONFIGMAPS, namespace, "survivor")
     assert stored is not None
     assert stored["data"] == {"k": "v"}
+    # The controller manager came back with it (instead of sitting out its informers' backoff)
+    # and collects garbage.
+    log = (controlplane.workdir / "kube-controller-manager.log").read_text()
+    assert log.count('"Started controller" controller="garbage-collector-controller"') >= 2
+    await _owner_deletion_collects_its_dependent(kube, namespace)
 
 
 async def test_llm_presets_install_into_a_namespace(controlplane: ControlPlane, namespace: str) -> None:
