@@ -798,6 +798,10 @@ class TiltPlan:
         def local_resource(name: str, cmd: str, **kw: Any) -> None:
             self.local_resources[name] = {"cmd": cmd, **kw}
 
+        def local(cmd: str, quiet: bool = False) -> str:
+            self.local_commands.append(cmd)
+            return ""
+
         def fail(message: str) -> None:
             raise AssertionError(f"Tiltfile fail(): {message}")
 
@@ -811,7 +815,7 @@ class TiltPlan:
                 d for d in yaml.safe_load_all((self.root / path).read_text()) if d
             ],
             "listdir": lambda path: sorted(str(p) for p in (self.root / path).iterdir() if p.is_file()),
-            "local": lambda cmd, quiet=False: self.local_commands.append(cmd) or "",
+            "local": local,
             "blob": lambda text: text,
             "allow_k8s_contexts": lambda context: None,
             "update_settings": lambda **kw: None,

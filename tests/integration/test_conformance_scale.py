@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -61,7 +62,7 @@ async def test_500_instances_created_ready_then_deleted_leave_nothing(
     names = [f"scale-{i:03d}" for i in range(COUNT)]
     async with running_manager(controlplane, kserve_provider(), namespace):
         started = time.monotonic()
-        await in_parallel([lambda n=n: kube.create(INSTANCES, llm_instance(n, namespace)) for n in names])
+        await in_parallel([partial(kube.create, INSTANCES, llm_instance(n, namespace)) for n in names])
 
         async def all_synced() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)
@@ -76,7 +77,7 @@ async def test_500_instances_created_ready_then_deleted_leave_nothing(
 
         await wait_for(all_synced, timeout=600)
         synced_after = time.monotonic() - started
-        await in_parallel([lambda n=n: kserve_ready(kube, namespace, n) for n in names])
+        await in_parallel([partial(kserve_ready, kube, namespace, n) for n in names])
 
         async def all_ready() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)
@@ -95,7 +96,7 @@ async def test_500_instances_created_ready_then_deleted_leave_nothing(
         assert max(census(objects).values()) == 1
 
         deleting = time.monotonic()
-        await in_parallel([lambda n=n: kube.delete(INSTANCES, namespace, n) for n in names])
+        await in_parallel([partial(kube.delete, INSTANCES, namespace, n) for n in names])
 
         async def instances_gone() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)

@@ -47,7 +47,8 @@ def _start(kubeconfig: Path, namespace: str, port: int) -> subprocess.Popen[byte
 
 async def _phase(kube: KubeClient, namespace: str, name: str) -> str | None:
     obj = await kube.get(INSTANCES, namespace, name)
-    return (obj or {}).get("status", {}).get("phase")
+    phase = (obj or {}).get("status", {}).get("phase")
+    return None if phase is None else str(phase)
 
 
 async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
@@ -58,7 +59,8 @@ async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
     try:
         async def leased() -> str | None:
             lease = await kube.get(LEASES, namespace, "null-provider-leader")
-            return (lease or {}).get("spec", {}).get("holderIdentity")
+            holder = (lease or {}).get("spec", {}).get("holderIdentity")
+            return None if holder is None else str(holder)
 
         holder = await wait_for(leased, timeout=60)
         await kube.create(INSTANCES, instance("first", namespace))
@@ -90,7 +92,8 @@ async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
 
         await wait_for(second_ready, timeout=90)
         assert _reconciles(ports[standby]) > 0
-        assert (await leased()).endswith(str(procs[standby].pid))
+        holder = await leased()
+        assert holder is not None and holder.endswith(str(procs[standby].pid))
     finally:
         for proc in procs:
             if proc.poll() is None:

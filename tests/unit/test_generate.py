@@ -92,7 +92,7 @@ def test_published_schemas_are_the_models_schemas() -> None:
     from provider.llm.params import LlmEngineParameters, LlmTopologyParameters
     from provider.predictor.params import PredictorParameters
 
-    published = {
+    published: dict[str, type[BaseModel]] = {
         "definition/components/llmEngine.parameters.schema.json": LlmEngineParameters,
         "definition/components/predictor.parameters.schema.json": PredictorParameters,
         "definition/topologies/llm/parameters.schema.json": LlmTopologyParameters,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
 from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
-from actors.kube import ApiError
+from actors.kube import ApiError, KubeClient
 from actors.shared import SharedActors
 from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor
 from provider.gateway_actor import AIGatewayActor
@@ -18,7 +18,7 @@ from provider.kserve import KServeProvider, build_provider, node_addresses
 from provider.llm import kinds
 from provider.llm.handler import LlmTopology
 from provider.settings import ProviderSettings
-from provider.topology import Catalogs, LoraAdapter, Observed, StatusInputs
+from provider.topology import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
 
 from .llm.builders import CATALOG, instance_dict
 
@@ -62,7 +62,7 @@ class FakeClient:
 
 
 def provider(**kwargs: Any) -> KServeProvider:
-    topologies = {"llm": LlmTopology(SETTINGS), "predictor": FakeTopology()}
+    topologies: dict[str, TopologyHandler] = {"llm": LlmTopology(SETTINGS), "predictor": FakeTopology()}
     return KServeProvider(SETTINGS, topologies=topologies, **kwargs)
 
 
@@ -75,7 +75,7 @@ def ctx(
 ) -> ReconcileContext:
     return ReconcileContext(
         instance=obj,
-        client=client or FakeClient(),
+        client=cast(KubeClient, client or FakeClient()),  # a stand-in: the provider only lists Nodes
         shared=SharedActors(),
         available=frozenset(kinds.OWNED) if available is None else available,
         observed=observed or {},
@@ -264,7 +264,7 @@ async def test_status_of_an_llm_instance() -> None:
 
 async def test_cleanup_leaves_deletion_to_the_runtime() -> None:
     client = FakeClient()
-    assert await provider().cleanup(ctx(instance_dict(), client=client)) is None
+    await provider().cleanup(ctx(instance_dict(), client=client))
     assert client.calls == []
 
 

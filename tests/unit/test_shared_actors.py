@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -109,8 +110,8 @@ async def test_gateway_actor_publishes_address_changes_to_opted_in_instances() -
     woken: list[int] = []
     instances = [_llm(externalAccess="EnvoyAIGateway"), _llm(externalAccess="ClusterIP")]
 
-    def wake(predicate: object) -> int:
-        count = sum(1 for o in instances if predicate(o))  # type: ignore[operator]
+    def wake(predicate: Callable[[KubeObject], bool]) -> int:
+        count = sum(1 for o in instances if predicate(o))
         woken.append(count)
         return count
 

@@ -125,14 +125,14 @@ def llmisvc(
     """An observed LLMInferenceService; `ready` adds the three top-level conditions."""
     conds = list(conditions or [])
     if ready is not None and not any(c["type"] == "Ready" for c in conds):
-        status = "True" if ready else "False"
+        truth = "True" if ready else "False"
         conds += [
             kserve_condition("PresetsCombined", "True"),
-            kserve_condition("WorkloadsReady", status, "" if ready else "MinimumReplicasUnavailable"),
+            kserve_condition("WorkloadsReady", truth, "" if ready else "MinimumReplicasUnavailable"),
             kserve_condition("RouterReady", "True"),
             kserve_condition(
                 "Ready",
-                status,
+                truth,
                 "" if ready else "MinimumReplicasUnavailable",
                 "" if ready else "Deployment does not have minimum availability.",
             ),

@@ -44,7 +44,8 @@ def test_runtime_pattern_is_a_dns_subdomain() -> None:
 
 
 def test_python_names_populate_too() -> None:
-    params = PredictorParameters(model_format="sklearn", storage_uri="gs://b/m", min_replicas=1)
+    python_names = {"model_format": "sklearn", "storage_uri": "gs://b/m", "min_replicas": 1}
+    params = PredictorParameters.model_validate(python_names)
     assert params.model_dump(by_alias=True, exclude_none=True) == {
         "modelFormat": "sklearn",
         "storageURI": "gs://b/m",
