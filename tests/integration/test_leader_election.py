@@ -92,8 +92,8 @@ async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
 
         await wait_for(second_ready, timeout=90)
         assert _reconciles(ports[standby]) > 0
-        holder = await leased()
-        assert holder is not None and holder.endswith(str(procs[standby].pid))
+        successor = await leased()
+        assert successor is not None and successor.endswith(str(procs[standby].pid))
     finally:
         for proc in procs:
             if proc.poll() is None:
