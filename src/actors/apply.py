@@ -198,12 +198,9 @@ class Applier:
         return applied
 
     async def _write(self, resource: Resource, stamped: KubeObject, *, force: bool) -> KubeObject:
-        """Dry run, then apply; hand edits of our fields are taken back, other conflicts raised."""
+        """Apply; hand edits of our fields are taken back, other conflicts raised."""
         try:
-            manager = self.field_manager
-            await self.client.apply(resource, stamped, field_manager=manager, force=force, dry_run=True)
-            applied: KubeObject = await self.client.apply(resource, stamped, field_manager=manager, force=force)
-            return applied
+            return await self._dry_run_then_apply(resource, stamped, force=force)
         except ApiError as err:
             if err.status != 409:
                 raise
@@ -216,11 +213,11 @@ class Applier:
                 name=stamped["metadata"]["name"],
                 fields=[f"{c.field} ({c.manager})" for c in conflicts],
             )
-            return await self._apply_forced(resource, stamped)
+            return await self._dry_run_then_apply(resource, stamped, force=True)
 
-    async def _apply_forced(self, resource: Resource, stamped: KubeObject) -> KubeObject:
-        await self.client.apply(resource, stamped, field_manager=self.field_manager, force=True, dry_run=True)
-        applied: KubeObject = await self.client.apply(resource, stamped, field_manager=self.field_manager, force=True)
+    async def _dry_run_then_apply(self, resource: Resource, stamped: KubeObject, *, force: bool) -> KubeObject:
+        await self.client.apply(resource, stamped, field_manager=self.field_manager, force=force, dry_run=True)
+        applied: KubeObject = await self.client.apply(resource, stamped, field_manager=self.field_manager, force=force)
         return applied
 
     async def delete(self, ref: OwnedRef) -> bool:
