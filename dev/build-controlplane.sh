@@ -7,7 +7,9 @@
 # with ./staging paths; replace directives of a dependency are ignored, so we pin each staging
 # module to its published v0.X.Y in our own go.mod.
 #
-# Usage: dev/build-controlplane.sh [controlplane|helm|tilt|all]   (default: controlplane)
+# Usage: dev/build-controlplane.sh [controlplane|node|helm|tilt|all]   (default: controlplane)
+#   controlplane  kube-apiserver, kube-controller-manager, etcd
+#   node          kubelet, kube-scheduler, kube-proxy (same wrapper module and version)
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.34.4}"
@@ -26,17 +28,13 @@ need() {
 
 log() { printf '[build-controlplane] %s\n' "$*" >&2; }
 
-build_controlplane() {
-  local work="$CACHE/k8s-$K8S_VERSION"
-  local bin="$work/bin"
-  if [[ -x "$bin/kube-apiserver" && -x "$bin/kube-controller-manager" && -x "$bin/etcd" ]]; then
-    log "control plane $K8S_VERSION cached in $bin"
-    echo "$bin"
-    return
-  fi
-  need go "kube-apiserver, kube-controller-manager and etcd"
-  mkdir -p "$bin"
+# The wrapper module, pinned to K8S_VERSION (idempotent; the caller holds the lock).
+prepare_k8s_module() {
+  local work="$1"
+  mkdir -p "$work/bin"
   cd "$work"
+  [[ -f .prepared ]] && return
+  need go "the Kubernetes binaries"
   [[ -f go.mod ]] || go mod init local.invalid/k8sbin >&2
   # Kubernetes 1.34 declares go 1.24.0; keep its GODEBUG defaults.
   go mod edit -go=1.24.0
@@ -64,50 +62,98 @@ import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
   go mod tidy >&2 || true
+  touch .prepared
+}
+
+# Builds each named k8s.io/kubernetes command into $bin unless present; renames only after all
+# built, so an interrupted build never looks cached.
+build_k8s_commands() { # work-dir command...
+  local work="$1"
+  shift
+  local bin="$work/bin" missing=() name
+  for name in "$@"; do [[ -x "$bin/$name" ]] || missing+=("$name"); done
+  if ((${#missing[@]} == 0)); then
+    log "$* $K8S_VERSION cached in $bin"
+    return
+  fi
+  prepare_k8s_module "$work"
   local minor="${K8S_VERSION#1.}"
   minor="${minor%%.*}"
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION \
 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
 -X k8s.io/component-base/version.gitTreeState=clean"
-  log "compiling kube-apiserver (cold: ~10-15 min on 2 cores)"
-  go build -p "$(nproc)" -trimpath -ldflags "$ldflags" -o "$bin/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  log "compiling kube-controller-manager"
-  go build -p "$(nproc)" -trimpath -ldflags "$ldflags" -o "$bin/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
-  log "compiling etcd $etcd_version"
-  go build -p "$(nproc)" -trimpath -ldflags "-s -w" -o "$bin/etcd.tmp" go.etcd.io/etcd/server/v3
-  # Rename only after all three built, so an interrupted build never looks cached.
-  for b in kube-apiserver kube-controller-manager etcd; do mv "$bin/$b.tmp" "$bin/$b"; done
-  "$bin/kube-apiserver" --version >&2
-  "$bin/etcd" --version >&2
-  echo "$bin"
+  for name in "${missing[@]}"; do
+    if [[ "$name" == etcd ]]; then
+      local etcd_version
+      etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+      log "compiling etcd $etcd_version"
+      go build -p "$(nproc)" -trimpath -ldflags "-s -w" -o "$bin/etcd.tmp" go.etcd.io/etcd/server/v3
+    else
+      log "compiling $name $K8S_VERSION (cold: kube-apiserver ~10-15 min on 2 cores, the others less)"
+      go build -p "$(nproc)" -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "k8s.io/kubernetes/cmd/$name"
+    fi
+  done
+  for name in "${missing[@]}"; do mv "$bin/$name.tmp" "$bin/$name"; done
+  "$bin/${missing[0]}" --version >&2
 }
 
-build_tool() { # name module version
-  local name="$1" module="$2" version="$3"
-  local bin="$CACHE/tools/$name-$version"
+# One build at a time per cache directory: helpers, tests and CI may call this concurrently.
+with_lock() { # dir command...
+  local dir="$1"
+  shift
+  mkdir -p "$dir"
+  (
+    flock 9
+    "$@"
+  ) 9>"$dir/.lock"
+}
+
+build_controlplane() {
+  local work="$CACHE/k8s-$K8S_VERSION"
+  with_lock "$work" build_k8s_commands "$work" kube-apiserver kube-controller-manager etcd
+  echo "$work/bin"
+}
+
+# The node components of the node-mode cluster (and the scheduler for fake kwok nodes).
+build_node() {
+  local work="$CACHE/k8s-$K8S_VERSION"
+  with_lock "$work" build_k8s_commands "$work" kubelet kube-scheduler kube-proxy
+  echo "$work/bin"
+}
+
+install_tool() { # name module version bin
+  local name="$1" module="$2" version="$3" bin="$4"
   if [[ -x "$bin/$name" ]]; then
     log "$name $version cached in $bin"
-    echo "$bin"
     return
   fi
   need go "$name"
-  mkdir -p "$bin"
   log "building $name $version from $module"
   GOBIN="$bin" go install -trimpath -ldflags "-s -w" "$module@$version" >&2
+}
+
+build_tool() { # name module version
+  local bin="$CACHE/tools/$1-$3"
+  with_lock "$bin" install_tool "$@" "$bin"
   echo "$bin"
 }
 
 case "${1:-controlplane}" in
   controlplane) build_controlplane ;;
+  node) build_node ;;
   helm) build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
   tilt) build_tool tilt github.com/tilt-dev/tilt/cmd/tilt "$TILT_VERSION" ;;
   all)
     build_controlplane
+    build_node
     build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
     build_tool tilt github.com/tilt-dev/tilt/cmd/tilt "$TILT_VERSION"
     ;;
-  *) echo "usage: $0 [controlplane|helm|tilt|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [controlplane|node|helm|tilt|all]" >&2; exit 2 ;;
 esac
