@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 
-def health_app(ready: Callable[[], bool]) -> web.Application:
+def health_app(
+    ready: Callable[[], bool], middlewares: Sequence[Any] = (), client_max_size: int = 1024**2
+) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -17,24 +21,24 @@ def health_app(ready: Callable[[], bool]) -> web.Application:
             return web.Response(text="ok")
         return web.Response(status=503, text="not ready")
 
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares), client_max_size=client_max_size)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app
 
 
-def metrics_app(registry: CollectorRegistry) -> web.Application:
+def metrics_app(registry: CollectorRegistry, middlewares: Sequence[Any] = ()) -> web.Application:
     async def metrics(_: web.Request) -> web.Response:
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
     app.router.add_get("/metrics", metrics)
     return app
 
 
-async def serve(app: web.Application, host: str, port: int) -> web.AppRunner:
+async def serve(app: web.Application, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
     return runner

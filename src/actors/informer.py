@@ -4,6 +4,9 @@ Follows resourceVersion (bookmarks included), relists on 410 Gone and diffs the 
 the store so that no deletion or update is lost, and backs off on errors. The store keeps whatever
 `transform` returns per object: the full Instance (we read it) or a few fields of a derived object
 (we only need to know it exists, who owns it and its resourceVersion).
+
+Whatever the API server accepted must not stop the informer: an object that `transform` or the
+change handler cannot cope with is logged (once per version) and skipped, and the others go on.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Informer(Generic[T]):
         label_selector: str | None = None,
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
+        page_size: int = 500,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -56,6 +60,7 @@ class Informer(Generic[T]):
         self._on_change = on_change
         self._rv: str | None = None
         self._watch_timeout = watch_timeout
+        self._page_size = page_size
         self._max_backoff = max_backoff
         self._log = log.bind(resource=str(resource), namespace=namespace or "*")
 
@@ -80,12 +85,23 @@ class Informer(Generic[T]):
                 self._log.warning("connection to API server lost", error=repr(err), retry_in=backoff)
                 await anyio.sleep(backoff * (1 + random.random() / 2))
                 backoff = min(self._max_backoff, backoff * 2)
+            except Exception as err:
+                # A defect, or a response no one foresaw: start over from a fresh list rather than
+                # take the process (and every other Instance) down with this informer.
+                self._log.error("list/watch failed unexpectedly, relisting", error=repr(err)[:500], retry_in=backoff)
+                self._rv = None
+                await anyio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(self._max_backoff, backoff * 2)
 
     async def _relist(self) -> None:
         items, rv = await self.client.list_all(
-            self.resource, self.namespace, label_selector=self.label_selector
+            self.resource, self.namespace, label_selector=self.label_selector, page_size=self._page_size
         )
-        fresh = {object_key(obj): self._transform(obj) for obj in items}
+        fresh: dict[str, T] = {}
+        for obj in items:
+            read = self._read(obj)
+            if read is not None:
+                fresh[read[0]] = read[1]
         old_store = self.store
         self.store = fresh
         self._rv = rv
@@ -93,11 +109,30 @@ class Informer(Generic[T]):
         for key, value in fresh.items():
             previous = old_store.get(key)
             if previous != value:
-                self._on_change(key, previous, value)
+                self._notify(key, previous, value)
         for key, previous in old_store.items():
             if key not in fresh:
-                self._on_change(key, previous, None)
+                self._notify(key, previous, None)
         self.synced.set()
+
+    def _read(self, obj: KubeObject) -> tuple[str, T] | None:
+        """(key, transformed object), or None for an object that cannot be read (logged)."""
+        try:
+            return object_key(obj), self._transform(obj)
+        except Exception as err:  # any object, however malformed, is skipped, never fatal
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            self._log.warning(
+                "cannot read object, skipped",
+                object=f"{(meta or {}).get('namespace', '')}/{(meta or {}).get('name', '?')}",
+                error=repr(err)[:500],
+            )
+            return None
+
+    def _notify(self, key: str, old: T | None, new: T | None) -> None:
+        try:
+            self._on_change(key, old, new)
+        except Exception as err:  # one object's handler must not stop the informer
+            self._log.warning("change handler failed, skipped", object=key, error=repr(err)[:500])
 
     async def _watch(self) -> None:
         assert self._rv is not None
@@ -115,14 +150,16 @@ class Informer(Generic[T]):
                 if rv:
                     self._rv = rv
                 continue
-            key = object_key(obj)
-            previous = self.store.get(key)
-            if kind == "DELETED":
-                self.store.pop(key, None)
-                self._on_change(key, previous, None)
-            else:
-                value = self._transform(obj)
-                self.store[key] = value
-                self._on_change(key, previous, value)
             if rv:
                 self._rv = rv
+            if kind == "DELETED":
+                key = object_key(obj)
+                self._notify(key, self.store.pop(key, None), None)
+                continue
+            read = self._read(obj)
+            if read is None:
+                continue
+            key, value = read
+            previous = self.store.get(key)
+            self.store[key] = value
+            self._notify(key, previous, value)

@@ -24,6 +24,7 @@ from typing import Any
 
 import aiohttp
 
+from actors import decode
 from actors.interface import KubeObject, Resource
 
 
@@ -203,7 +204,7 @@ class KubeClient:
                 observe(_verb(method, query, name), resource, code, time.perf_counter() - started)
         if not 200 <= code <= 299:
             raise _api_error(code, _decode_error_body(raw))
-        return json.loads(raw) if raw else {}
+        return decode.loads(raw) if raw else {}
 
     # -- verbs -----------------------------------------------------------------------------
 
@@ -243,14 +244,19 @@ class KubeClient:
         return result
 
     async def list_all(
-        self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
     ) -> tuple[builtins.list[KubeObject], str]:
         """All items across pages, and the list's resourceVersion."""
         items: builtins.list[KubeObject] = []
         token: str | None = None
         while True:
             page = await self.list(
-                res, namespace, label_selector=label_selector, limit=500, continue_token=token
+                res, namespace, label_selector=label_selector, limit=page_size, continue_token=token
             )
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
@@ -294,7 +300,7 @@ class KubeClient:
             async for line in response.content:
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = decode.loads(line)
                 if event.get("type") == "ERROR":
                     raise _api_error(int(event["object"].get("code", 500)), event["object"])
                 yield event
@@ -397,7 +403,7 @@ def _decode_error_body(raw: bytes) -> Any:
     """A metav1.Status, or the plain text some paths answer with (e.g. `404 page not found` for a
     group that is not served)."""
     try:
-        return json.loads(raw) if raw else {}
+        return decode.loads(raw) if raw else {}
     except ValueError:
         return raw.decode(errors="replace").strip()
 

@@ -12,33 +12,42 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import structlog
-from aiohttp import web
 
+from actors import endpoints
 from actors.actor import ActorSystem, Outcome
 from actors.apply import Applier, content_hash
-from actors.http import health_app, metrics_app, serve
+from actors.finalizer import holds_finalizer
 from actors.informer import Informer
 from actors.interface import KubeObject, Provider, ReconcileContext, Resource, ValidationFailed
 from actors.kube import ApiError, KubeClient
 from actors.leader import LeaderElector
+from actors.limits import InstanceLimits, spec_bytes, stub
 from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex, OwnedRef, owned_ref
 from actors.ownership import LABEL_PROVIDER
 from actors.packed import PackedObjects, pack
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
-from actors.reconciler import InstanceReconciler, RuntimeConfig, version_problem
-from actors.resources import CRDS, INSTANCES, PROVIDERS
+from actors.reconciler import InstanceReconciler, RuntimeConfig, provider_ref_name
+from actors.resources import CRDS, INSTANCES, PROVIDERS, SECRETS
 from actors.shared import SharedActors
-from actors.validation import validation_app
+from actors.versions import version_problem
 
 log = structlog.get_logger("actors.manager")
 
 # Fields whose change alone never needs a reconcile (our own status writes come back as events).
 _VOLATILE_METADATA = ("resourceVersion", "managedFields")
 
-# What the informer keeps per Instance: (digest of what needs a reconcile when it changes, packed
-# object). The digest lets an event be judged without unpacking either version.
-StoredInstance = tuple[bytes, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInstance:
+    """What the informer keeps per Instance: the digest of what needs a reconcile when it changes
+    (an event is judged without unpacking either version), the packed object, and why it was kept
+    only as a stub (a bound it broke), if it was."""
+
+    digest: bytes
+    packed: bytes
+    rejected: str | None = None
 
 
 @dataclass
@@ -57,10 +66,11 @@ class ManagerOptions:
     lease_namespace: str = "default"
     lease_name: str = ""
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-    bind_host: str = "0.0.0.0"
-    metrics_port: int | None = 8080
-    health_port: int | None = 8081
-    validation_port: int | None = 8082
+    limits: InstanceLimits = field(default_factory=InstanceLimits)
+    # Instances per list page: an Instance may be up to ~1.5 MB, and a page is held whole while
+    # it is decoded.
+    instance_page_size: int = 100
+    endpoints: endpoints.Endpoints = field(default_factory=endpoints.Endpoints)
 
 
 def reconcile_digest(obj: KubeObject) -> bytes:
@@ -92,7 +102,8 @@ class Manager:
         # Our status and finalizer writes then show up under the same name as our applies.
         client.user_agent = field_manager or provider.name
         self.index = OwnedIndex()
-        owned = list(provider.owned_resources())
+        # The provider's kinds, and the connection Secret the runtime writes itself.
+        owned = [*dict.fromkeys([*provider.owned_resources(), SECRETS])]
         self.owned_resources = owned
         self.applier = Applier(
             client,
@@ -101,6 +112,7 @@ class Manager:
             provider_name=provider.name,
             resources_by_kind={r.kind: r for r in owned},
             wake_owner=lambda owner_key: self.actors.notify(owner_key),
+            unpruned=frozenset({SECRETS}),
         )
         self._available: set[Resource] = set()
         self._watched: set[Resource] = set()
@@ -108,6 +120,8 @@ class Manager:
         self.instance_informers: list[Informer[StoredInstance | None]] = []
         # Our Instances, packed (a fifth of their size as dicts); every read is a fresh copy.
         self.instances = PackedObjects()
+        # Instances kept as a stub because they broke a bound (key → why).
+        self.rejected: dict[str, str] = {}
         self.providers: dict[str, KubeObject] = {}
         self.actors = ActorSystem(
             self._reconcile,
@@ -143,15 +157,15 @@ class Manager:
     # -- run ------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        runners: list[web.AppRunner] = []
         opts = self.options
-        if opts.health_port is not None:
-            runners.append(await serve(health_app(self.ready), opts.bind_host, opts.health_port))
-        if opts.metrics_port is not None:
-            runners.append(await serve(metrics_app(self.metrics.registry), opts.bind_host, opts.metrics_port))
-        if opts.validation_port is not None:
-            app = validation_app(self.validate, self.published_schema, self.ready)
-            runners.append(await serve(app, opts.bind_host, opts.validation_port))
+        runners = await endpoints.start(
+            opts.endpoints,
+            self.client,
+            ready=self.ready,
+            registry=self.metrics.registry,
+            validate=self.validate,
+            schema=self.published_schema,
+        )
         try:
             async with anyio.create_task_group() as tg:
                 # Every replica serves /validate, so every replica follows the Provider resource.
@@ -187,6 +201,7 @@ class Manager:
                 field_manager=self.applier.field_manager,
                 poll_not_ready=self.options.poll_not_ready,
                 status_connection_supported=status_connection,
+                limits=self.options.limits,
             ),
             instances=self.instances,
             providers=self.providers,
@@ -195,6 +210,8 @@ class Manager:
             shared=self.shared,
             available=self.available,
             metrics=self.metrics,
+            rejected=self.rejected,
+            not_served=self.resource_not_served,
         )
         async with anyio.create_task_group() as tg:
             if self.elector is not None:
@@ -212,6 +229,7 @@ class Manager:
                     namespace=namespace,
                     transform=self._instance_transform,
                     on_change=self._instance_changed,
+                    page_size=self.options.instance_page_size,
                 )
                 self.instance_informers.append(informer)
                 tg.start_soon(informer.run)
@@ -221,8 +239,8 @@ class Manager:
     # -- validation endpoint --------------------------------------------------------------
 
     async def validate(self, obj: KubeObject) -> str | None:
-        """The reconcile-time checks (version bundle, then the provider's), for /validate."""
-        problem = version_problem(obj, self.providers)
+        """The reconcile-time checks (bounds, version bundle, then the provider's), for /validate."""
+        problem = self.options.limits.problem(obj) or version_problem(obj, self.providers)
         if problem is not None:
             return problem
         ctx = ReconcileContext(instance=obj, client=self.client, shared=self.shared, available=self.available())
@@ -239,18 +257,39 @@ class Manager:
     # -- events ---------------------------------------------------------------------------
 
     def _instance_transform(self, obj: KubeObject) -> StoredInstance | None:
-        if (obj.get("spec") or {}).get("providerRef", {}).get("name") != self.provider.name:
+        if not self._ours_or_held(obj):
             return None  # another provider's Instance: keep nothing of it
-        return reconcile_digest(obj), pack(obj)
+        try:
+            rejected = self.options.limits.size_problem(spec_bytes(obj))
+        except RecursionError:
+            rejected = "spec nests too deep to read"
+        kept = stub(obj) if rejected else obj
+        return StoredInstance(reconcile_digest(kept), pack(kept), rejected)
+
+    def _ours_or_held(self, obj: KubeObject) -> bool:
+        """Ours, or another provider's now but still holding our finalizer or objects: those we
+        release (objects deleted, finalizer off) rather than forget."""
+        if provider_ref_name(obj) == self.provider.name:
+            return True
+        meta = obj.get("metadata") or {}
+        if (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.provider.name and holds_finalizer(obj):
+            return True
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        return bool(self.index.owned_by(key, str(meta.get("uid", ""))))
 
     def _instance_changed(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> None:
         if new is None:
             self.instances.discard(key)
+            self.rejected.pop(key, None)
             if old is not None:
                 self.actors.notify(key)
             return
-        self.instances.put(key, new[1])
-        if old is None or old[0] != new[0]:
+        self.instances.put(key, new.packed)
+        if new.rejected:
+            self.rejected[key] = new.rejected
+        else:
+            self.rejected.pop(key, None)
+        if old is None or old.digest != new.digest:
             self.actors.notify(key)
 
     def _provider_changed(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
@@ -288,15 +327,22 @@ class Manager:
 
     # -- discovery ------------------------------------------------------------------------
 
+    def resource_not_served(self, resource: Resource) -> None:
+        """A kind's CRD went away after discovery: derive nothing of it until discovery sees it
+        again (its informer keeps retrying on its own)."""
+        self._available.discard(resource)
+        self._reported_missing.discard(resource)
+
     async def _discovery_loop(self, tg: anyio.abc.TaskGroup) -> None:
-        while len(self._watched) < len(self.owned_resources):
+        while True:
             await anyio.sleep(self.options.discovery_interval)
-            await self._discover(tg)
+            if len(self._available) < len(self.owned_resources):
+                await self._discover(tg)
 
     async def _discover(self, tg: anyio.abc.TaskGroup) -> None:
         served: dict[str, set[str]] = {}
         for resource in self.owned_resources:
-            if resource in self._watched:
+            if resource in self._available:
                 continue
             if resource.api_version not in served:
                 try:
@@ -310,6 +356,8 @@ class Manager:
                     self._reported_missing.add(resource)
                 continue
             self._available.add(resource)
+            if resource in self._watched:
+                continue
             self._watched.add(resource)
             for namespace in self._scopes():
                 informer: Informer[OwnedRef | None] = Informer(

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from actors.interface import KubeObject, Resource
-from actors.ownership import INSTANCE_KIND
+from actors.ownership import INSTANCE_GROUP, INSTANCE_KIND, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from actors.packed import pack, unpack
 
 
@@ -28,6 +28,7 @@ class OwnedRef:
     owner_name: str
     deleting: bool
     packed: bytes = b""
+    uid: str = ""
 
     def object(self) -> KubeObject:
         """The object as last seen by the watch (without managedFields)."""
@@ -39,10 +40,20 @@ class OwnedRef:
 
 
 def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
-    """The OwnedRef of `obj`, or None when its controller is not an Instance."""
+    """The OwnedRef of `obj`, or None unless it is ours: its controller is an Instance and it carries
+    the managed-by and instance labels for that Instance (the informer's selector checked the
+    provider label). Only what is indexed is ever pruned or deleted."""
     meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if labels.get(LABEL_MANAGED_BY) != MANAGED_BY_VALUE:
+        return None
     for ref in meta.get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") == INSTANCE_KIND:
+        if (
+            ref.get("controller")
+            and ref.get("kind") == INSTANCE_KIND
+            and str(ref.get("apiVersion", "")).partition("/")[0] == INSTANCE_GROUP
+            and labels.get(LABEL_INSTANCE) == ref.get("name")
+        ):
             return OwnedRef(
                 resource=resource,
                 namespace=str(meta.get("namespace", "")),
@@ -53,6 +64,7 @@ def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
                 owner_name=str(ref.get("name", "")),
                 deleting=bool(meta.get("deletionTimestamp")),
                 packed=pack(obj),
+                uid=str(meta.get("uid", "")),
             )
     return None
 

@@ -11,7 +11,8 @@ import copy
 
 from actors.interface import KubeObject
 
-INSTANCE_API_VERSION = "core.openeverest.io/v1alpha1"
+INSTANCE_GROUP = "core.openeverest.io"
+INSTANCE_API_VERSION = f"{INSTANCE_GROUP}/v1alpha1"
 INSTANCE_KIND = "Instance"
 FINALIZER = "everest.percona.com/provider-finalizer"
 
@@ -51,8 +52,8 @@ def controller_reference(instance: KubeObject) -> dict[str, object]:
 def is_owned_by(obj: KubeObject, instance: KubeObject) -> bool:
     """True only for objects whose *controller* ownerReference is this very Instance (by uid)."""
     uid = instance["metadata"].get("uid")
-    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") == INSTANCE_KIND and ref.get("uid") == uid:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == INSTANCE_KIND and uid and ref.get("uid") == uid:
             return True
     return False
 

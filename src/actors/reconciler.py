@@ -3,30 +3,30 @@
 Mirrors the OpenEverest Go provider-runtime step for step (finalizer and provider label first,
 version-bundle check, Validate on the stored Instance, Sync and Status on a copy with component
 versions resolved from the bundle, the `<instance>-conn` Secret, status written through the status
-subresource) and goes further where users need it: validation errors carry their message onto
-status without a retry storm, apply conflicts are named, status is written only when it changed,
-and deletion waits until every object we own is gone.
+subresource) and goes further where users need it: bounds on what one Instance may cost, validation
+errors carry their message onto status without a retry storm, apply conflicts and name clashes are
+named, status is written only when it changed and always in a form the CRD accepts, deletion waits
+until every object we own is gone, and an Instance handed to another provider is released (our
+objects removed, our finalizer taken off) instead of forgotten.
 """
 
 from __future__ import annotations
 
-import base64
-import copy
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import aiohttp
 import structlog
 from opentelemetry import trace
 
+from actors import finalizer
 from actors.actor import Outcome
-from actors.apply import Applier, ApplyConflict, content_hash
+from actors.apply import Applier, ApplyConflict, NameClash, ResourceNotServed
+from actors.connection import connection_secret
 from actors.interface import (
     Condition,
-    ConnectionDetails,
     KubeObject,
     Phase,
     Provider,
@@ -37,12 +37,13 @@ from actors.interface import (
     WaitFor,
 )
 from actors.kube import ApiError, KubeClient
+from actors.limits import InstanceLimits
 from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex
-from actors.ownership import FINALIZER, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_PROVIDER, MANAGED_BY_VALUE
-from actors.resources import INSTANCES, SECRETS
+from actors.ownership import LABEL_PROVIDER
 from actors.shared import SharedActors
-from actors.status import compose_status
+from actors.status_writer import StatusWriter
+from actors.versions import bundle_name, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
 tracer = trace.get_tracer("actors.reconciler")
@@ -53,6 +54,9 @@ FORCE_OWNERSHIP_ANNOTATION = "provider-kserve.openeverest.io/force-ownership"
 
 COND_VALID = "Valid"
 COND_SYNCED = "Synced"
+# How often an Instance whose derived name is taken by a foreign object looks again (foreign
+# objects are not watched, so no event says when the name is free).
+NAME_CLASH_RETRY = 30.0
 
 
 @dataclass(frozen=True)
@@ -61,24 +65,12 @@ class RuntimeConfig:
     field_manager: str
     poll_not_ready: float = 60.0
     status_connection_supported: bool = False
+    limits: InstanceLimits = field(default_factory=InstanceLimits)
 
 
-def provider_spec(instance: KubeObject, providers: Mapping[str, KubeObject]) -> dict[str, Any] | None:
-    name = (instance.get("spec") or {}).get("providerRef", {}).get("name", "")
-    provider = providers.get(name)
-    return provider.get("spec") if provider else None
-
-
-def version_problem(instance: KubeObject, providers: Mapping[str, KubeObject]) -> str | None:
-    """The Go runtime's version-bundle check, with its exact message."""
-    spec = instance.get("spec") or {}
-    wanted = spec.get("version")
-    if not wanted:
-        return None
-    names = [v.get("name") for v in (provider_spec(instance, providers) or {}).get("versions") or []]
-    if wanted not in names:
-        return f'version "{wanted}" is not defined by provider "{spec.get("providerRef", {}).get("name", "")}"'
-    return None
+def provider_ref_name(instance: KubeObject) -> str:
+    ref = (instance.get("spec") or {}).get("providerRef")
+    return str(ref.get("name", "")) if isinstance(ref, dict) else ""
 
 
 class InstanceReconciler:
@@ -95,6 +87,8 @@ class InstanceReconciler:
         shared: SharedActors,
         available: Callable[[], frozenset[Resource]],
         metrics: RuntimeMetrics,
+        rejected: Mapping[str, str] | None = None,
+        not_served: Callable[[Resource], None] = lambda resource: None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -106,8 +100,10 @@ class InstanceReconciler:
         self.shared = shared
         self.available = available
         self.metrics = metrics
-        # Connection Secret data we last wrote, per Instance key, to skip identical writes.
-        self._secret_digest: dict[str, bytes] = {}
+        # Instances kept only as a stub because they broke a bound on reading (key → why).
+        self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
+        self._not_served = not_served
+        self.status = StatusWriter(client, status_connection_supported=config.status_connection_supported)
 
     # -- entry point ----------------------------------------------------------------------
 
@@ -117,16 +113,19 @@ class InstanceReconciler:
             with tracer.start_as_current_span("reconcile", attributes={"instance": key}):
                 instance = self.instances.get(key)
                 if instance is None:
-                    self._secret_digest.pop(key, None)
                     self.metrics.reconciles.labels(result="gone").inc()
                     return Outcome()
                 try:
-                    outcome = await self._reconcile(instance)  # a fresh copy: ours to modify
+                    outcome = await self._reconcile(key, instance)  # a fresh copy: ours to modify
                 except (aiohttp.ClientError, OSError, TimeoutError) as err:
                     # The API server is unreachable (restarting, network): retry with backoff like
                     # any failure, in one line; a traceback per Instance per retry would bury the
                     # informers' "connection to API server lost", which says it all.
                     log.warning("API server unreachable, will retry", error=str(err) or type(err).__name__)
+                    outcome = Outcome(failed=True)
+                except finalizer.Conflict:
+                    # Our copy was stale: the retry reads the newer one from the informer's cache.
+                    log.info("Instance changed under a conditional write, will retry")
                     outcome = Outcome(failed=True)
                 result = "error" if outcome.failed else "success"
                 self.metrics.reconciles.labels(result=result).inc()
@@ -145,78 +144,78 @@ class InstanceReconciler:
             finally:
                 self.metrics.step_seconds.labels(step=name).observe(time.perf_counter() - started)
 
-    async def _reconcile(self, instance: KubeObject) -> Outcome:
+    def _context(self, instance: KubeObject) -> ReconcileContext:
+        return ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
+
+    async def _reconcile(self, key: str, instance: KubeObject) -> Outcome:
         meta = instance["metadata"]
-        if meta.get("deletionTimestamp"):
-            return await self._delete(instance)
+        ours = provider_ref_name(instance) == self.config.provider_name
+        if meta.get("deletionTimestamp") or not ours:
+            return await self._release(key, instance, ours=ours)
         labels = meta.get("labels") or {}
-        if FINALIZER not in (meta.get("finalizers") or []) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
+        if not finalizer.holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
             with self._step("finalizer"):
-                await self._add_finalizer(instance)
+                await finalizer.add(self.client, instance, self.config.provider_name)
             # The update comes back as a watch event and runs us again with the new object.
             return Outcome()
 
-        ctx = ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
         with self._step("validate"):
-            problem = version_problem(instance, self.providers)
-            if problem is None:
-                try:
-                    await self.provider.validate(ctx)
-                except ValidationFailed as err:
-                    problem = err.message
+            problem = await self._problem(key, instance)
         if problem is not None:
-            log.info("validation failed", reason=problem)
-            await self._write_status(
+            log.info("validation failed", reason=problem[:500])
+            await self.status.write(
                 instance,
                 StatusReport(Phase.FAILED, problem),
                 runtime=[Condition(COND_VALID, "False", "ValidationFailed", problem)],
             )
             # Bad input is not retried hot: the next spec change (a watch event) runs us again.
             return Outcome()
+        return await self._sync(instance)
 
-        bundle = self._bundle_name(instance)
-        resolved = self._resolve_versions(instance, bundle)
-        ctx = ReconcileContext(instance=resolved, client=self.client, shared=self.shared, available=ctx.available)
+    async def _problem(self, key: str, instance: KubeObject) -> str | None:
+        """Why the Instance cannot be reconciled (bounds, version bundle, the provider's rules)."""
+        problem = (
+            self.rejected.get(key) or self.config.limits.problem(instance) or version_problem(instance, self.providers)
+        )
+        if problem is None:
+            try:
+                await self.provider.validate(self._context(instance))
+            except ValidationFailed as err:
+                problem = err.message
+        return problem
+
+    async def _sync(self, instance: KubeObject) -> Outcome:
+        meta = instance["metadata"]
+        bundle = bundle_name(instance, self.providers)
+        ctx = self._context(resolve_versions(instance, bundle, self.providers))
         valid = Condition(COND_VALID, "True", "Validated", "")
         try:
             with self._step("sync"):
                 desired = await self.provider.desired(ctx)
                 force = (meta.get("annotations") or {}).get(FORCE_OWNERSHIP_ANNOTATION) == "true"
-                synced = await self.applier.sync(resolved, desired, available=ctx.available, force=force)
+                synced = await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
         except WaitFor as wait:
             return Outcome(requeue_after=wait.seconds)
-        except ApplyConflict as conflict:
-            log.warning("apply conflict", conflict=str(conflict))
-            report = StatusReport(Phase.FAILED, f"apply conflict: {conflict}")
-            await self._write_status(
-                instance,
-                report,
-                runtime=[valid, Condition(COND_SYNCED, "False", "ApplyConflict", str(conflict))],
-                bundle=bundle,
-                keep_phase=True,
-            )
-            return Outcome(failed=True)
-        except ApiError as err:
-            log.warning("sync failed", error=str(err))
-            await self._write_status(
-                instance,
-                StatusReport(Phase.PROVISIONING, f"sync failed: {err}"),
-                runtime=[valid, Condition(COND_SYNCED, "False", "ApplyFailed", str(err))],
-                bundle=bundle,
-                keep_phase=True,
-            )
-            return Outcome(failed=True)
+        except ResourceNotServed as gone:
+            # Its CRD was removed after discovery: forget it until discovery sees it again, and run
+            # once more so the provider reports the missing kind in its own words.
+            log.warning("kind no longer served", resource=str(gone.resource))
+            self._not_served(gone.resource)
+            return Outcome(requeue_after=0.0)
+        except (ApplyConflict, NameClash, ApiError) as err:
+            return await self._sync_failed(instance, err, valid, bundle)
 
         ctx.observed = synced.observed
         with self._step("status"):
             report = await self.provider.status(ctx)
-            secret = await self._connection_secret(instance, report.connection)
-            await self._write_status(
+            secret, clash = await connection_secret(self.applier, ctx.instance, report.connection)
+            await self.status.write(
                 instance,
                 report,
                 runtime=[valid, Condition(COND_SYNCED, "True", "Applied", "")],
                 bundle=bundle,
                 connection_secret=secret,
+                connection_problem=clash,
                 complete=True,
             )
         if report.requeue_after is not None:
@@ -225,189 +224,57 @@ class InstanceReconciler:
             return Outcome(requeue_after=self.config.poll_not_ready)
         return Outcome()
 
-    # -- finalizer ------------------------------------------------------------------------
+    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Outcome:
+        """Say on status why the derived objects could not be written, and when to try again."""
+        if isinstance(err, ApplyConflict):
+            reason, message, phase = "ApplyConflict", f"apply conflict: {err}", Phase.FAILED
+        elif isinstance(err, NameClash):
+            reason, message, phase = "NameClash", str(err), Phase.FAILED
+        else:
+            reason, message, phase = "ApplyFailed", f"sync failed: {err}", Phase.PROVISIONING
+        log.warning("sync failed", reason=reason, error=str(err)[:500])
+        await self.status.write(
+            instance,
+            StatusReport(phase, message),
+            runtime=[valid, Condition(COND_SYNCED, "False", reason, str(err))],
+            bundle=bundle,
+            keep_phase=True,
+        )
+        if isinstance(err, NameClash):
+            return Outcome(requeue_after=NAME_CLASH_RETRY)
+        return Outcome(failed=True)
 
-    async def _add_finalizer(self, instance: KubeObject) -> None:
+    # -- deletion, and an Instance handed to another provider -----------------------------
+
+    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Outcome:
+        """Delete every object we own, then take our finalizer off: on deletion, or when the
+        Instance's providerRef moved to another provider (whose finalizer it then is, once that
+        provider's runtime has put its own label on)."""
         meta = instance["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        if FINALIZER not in finalizers:
-            finalizers.append(FINALIZER)
-        patch = {
-            "metadata": {
-                # resourceVersion makes the merge patch conditional: a stale copy fails with 409
-                # instead of overwriting another writer's finalizer list.
-                "resourceVersion": meta["resourceVersion"],
-                "finalizers": finalizers,
-                "labels": {LABEL_PROVIDER: self.config.provider_name},
-            }
-        }
-        try:
-            await self.client.patch(INSTANCES, meta["namespace"], meta["name"], patch)
-        except ApiError as err:
-            if err.status not in (404, 409):
-                raise
-
-    async def _remove_finalizer(self, instance: KubeObject) -> None:
-        meta = instance["metadata"]
-        finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
-        patch = {"metadata": {"resourceVersion": meta["resourceVersion"], "finalizers": finalizers}}
-        try:
-            await self.client.patch(INSTANCES, meta["namespace"], meta["name"], patch)
-        except ApiError as err:
-            if err.status not in (404, 409):
-                raise
-
-    # -- deletion -------------------------------------------------------------------------
-
-    async def _delete(self, instance: KubeObject) -> Outcome:
-        meta = instance["metadata"]
-        if FINALIZER not in (meta.get("finalizers") or []):
+        uid = str(meta.get("uid", ""))
+        if not finalizer.holds_finalizer(instance) and not self.index.owned_by(key, uid):
             return Outcome()
-        key = f"{meta['namespace']}/{meta['name']}"
-        await self._write_status(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
-        ctx = ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
+        if ours:
+            await self.status.write(
+                instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[]
+            )
         with self._step("cleanup"):
-            try:
-                await self.provider.cleanup(ctx)
-            except WaitFor as wait:
-                return Outcome(requeue_after=wait.seconds)
-            remaining = self.index.owned_by(key, str(meta.get("uid", "")))
+            if ours:
+                try:
+                    await self.provider.cleanup(self._context(instance))
+                except WaitFor as wait:
+                    return Outcome(requeue_after=wait.seconds)
+            remaining = self.index.owned_by(key, uid)
             for ref in remaining:
                 if not ref.deleting:
                     await self.applier.delete(ref)
-            await self.client.delete(SECRETS, meta["namespace"], _secret_name(meta["name"]))
         if remaining:
             # Deletions land as watch events that run us again; while an object is held (a
             # foreign finalizer, say) we retry with backoff and keep our finalizer.
             log.info("waiting for derived objects to go", remaining=[f"{r.kind}/{r.name}" for r in remaining])
             return Outcome(failed=True)
-        with self._step("finalizer"):
-            await self._remove_finalizer(instance)
-        self._secret_digest.pop(key, None)
-        log.info("cleanup complete, finalizer removed")
+        if ours or (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.config.provider_name:
+            with self._step("finalizer"):
+                await finalizer.remove(self.client, instance, drop_label=None if ours else self.config.provider_name)
+            log.info("cleanup complete, finalizer removed" if ours else "released to another provider")
         return Outcome()
-
-    # -- versions -------------------------------------------------------------------------
-
-    def _provider_spec(self, instance: KubeObject) -> dict[str, Any] | None:
-        return provider_spec(instance, self.providers)
-
-    def _bundle_name(self, instance: KubeObject) -> str | None:
-        spec = self._provider_spec(instance) or {}
-        explicit = instance["spec"].get("version") or (instance.get("status") or {}).get("version")
-        if explicit:
-            return str(explicit)
-        default = next((v for v in spec.get("versions") or [] if v.get("default")), None)
-        return str(default["name"]) if default else None
-
-    def _resolve_versions(self, instance: KubeObject, bundle: str | None) -> KubeObject:
-        """A copy with empty component versions filled from the bundle (stored object untouched)."""
-        resolved = copy.deepcopy(instance)
-        if not bundle:
-            return resolved
-        spec = self._provider_spec(instance) or {}
-        entry = next((v for v in spec.get("versions") or [] if v.get("name") == bundle), None)
-        for name, version in ((entry or {}).get("components") or {}).items():
-            component = (resolved["spec"].get("components") or {}).get(name)
-            if isinstance(component, dict) and not component.get("version"):
-                component["version"] = version
-        return resolved
-
-    # -- status ---------------------------------------------------------------------------
-
-    async def _connection_secret(self, instance: KubeObject, details: ConnectionDetails | None) -> str | None:
-        meta = instance["metadata"]
-        name = _secret_name(meta["name"])
-        if details is None or details.is_empty():
-            # Keep a Secret from an earlier pass (contract: it goes with the Instance).
-            existing: str | None = (instance.get("status") or {}).get("connectionSecretRef", {}).get("name")
-            return existing
-        data = {k: base64.b64encode(v.encode()).decode() for k, v in details.secret_data().items()}
-        secret = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {
-                "name": name,
-                "namespace": meta["namespace"],
-                "labels": {
-                    LABEL_MANAGED_BY: MANAGED_BY_VALUE,
-                    LABEL_INSTANCE: meta["name"],
-                    LABEL_PROVIDER: self.config.provider_name,
-                },
-                "ownerReferences": [
-                    {
-                        "apiVersion": instance.get("apiVersion", "core.openeverest.io/v1alpha1"),
-                        "kind": "Instance",
-                        "name": meta["name"],
-                        "uid": meta.get("uid", ""),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-            },
-            "type": "Opaque",
-            "data": data,
-        }
-        key = f"{meta['namespace']}/{meta['name']}"
-        digest = content_hash({"data": data, "uid": meta.get("uid", "")})
-        if self._secret_digest.get(key) != digest:
-            live = await self.client.get(SECRETS, meta["namespace"], name)
-            if live is None or live.get("data") != data:
-                with tracer.start_as_current_span("apply", attributes={"k8s.kind": "Secret", "k8s.name": name}):
-                    await self.client.apply(SECRETS, secret, field_manager=self.config.field_manager)
-            self._secret_digest[key] = digest
-        return name
-
-    async def _write_status(
-        self,
-        instance: KubeObject,
-        report: StatusReport,
-        *,
-        runtime: list[Condition],
-        bundle: str | None = None,
-        connection_secret: str | None = None,
-        keep_phase: bool = False,
-        complete: bool = False,
-    ) -> None:
-        meta = instance["metadata"]
-        current = instance.get("status") or {}
-        phase = report.phase
-        if keep_phase and current.get("phase") in {p.value for p in Phase}:
-            # A transient sync problem must not flip a serving Instance to another phase.
-            phase = Phase(current["phase"])
-        new = compose_status(
-            instance,
-            phase=phase,
-            message=report.message,
-            conditions=[*runtime, *report.conditions],
-            complete=complete,
-            version=bundle,
-            connection=report.connection,
-            connection_secret=connection_secret,
-            status_connection_supported=self.config.status_connection_supported,
-        )
-        if new == current:
-            return
-        body = {
-            "apiVersion": instance.get("apiVersion", "core.openeverest.io/v1alpha1"),
-            "kind": "Instance",
-            "metadata": {
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "resourceVersion": meta["resourceVersion"],
-            },
-            "spec": instance["spec"],
-            "status": new,
-        }
-        with tracer.start_as_current_span("status-update"):
-            try:
-                await self.client.replace(INSTANCES, body, subresource="status")
-            except ApiError as err:
-                if err.status in (404, 409):
-                    # Our copy is stale; the newer version's watch event runs us again.
-                    return
-                raise
-
-
-def _secret_name(instance_name: str) -> str:
-    return f"{instance_name}-conn"

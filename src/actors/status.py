@@ -3,18 +3,61 @@
 Conditions follow metav1 semantics: `lastTransitionTime` moves only when `status` flips, while
 reason, message and observedGeneration are refreshed. The composed status is compared with the
 stored one so that a pass that changed nothing writes nothing.
+
+What goes into status must be accepted by the Instance CRD whatever the input was, or the write
+fails every time and status goes on showing an older truth: messages are cut to MAX_MESSAGE
+characters (a 40 000-character URI echoed in a message, a long KServe message), reasons are made
+valid metav1 reasons and a condition whose type the CRD would reject is dropped.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
+
+import structlog
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase
 
+log = structlog.get_logger("actors.status")
+
 CONNECTION_DETAILS_READY = "ConnectionDetailsReady"
+
+# Well under the CRD's 32768 for condition messages, and short enough for `kubectl get`.
+MAX_MESSAGE: Final = 4096
+_ELLIPSIS: Final = " …(truncated)"
+# metav1.Condition's type and reason, as the Instance CRD validates them.
+_TYPE: Final = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+_TYPE_MAX: Final = 316
+_REASON: Final = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_REASON_MAX: Final = 1024
+_FALLBACK_REASON: Final = {"True": "Ready", "False": "NotReady", "Unknown": "Unknown"}
+
+
+def bounded_message(text: str) -> str:
+    """`text` cut to MAX_MESSAGE characters, saying so."""
+    if len(text) <= MAX_MESSAGE:
+        return text
+    return text[: MAX_MESSAGE - len(_ELLIPSIS)] + _ELLIPSIS
+
+
+def valid_reason(raw: Any, status: str) -> str:
+    """A valid metav1 reason: `raw` when it is one, else its words in CamelCase, else a default."""
+    text = str(raw or "")
+    if len(text) <= _REASON_MAX and _REASON.fullmatch(text):
+        return text
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    camel = "".join(w[:1].upper() + w[1:] for w in words).lstrip("0123456789")[:_REASON_MAX]
+    return camel or _FALLBACK_REASON.get(status, "Unknown")
+
+
+def valid_condition_type(type_: str) -> bool:
+    return len(type_) <= _TYPE_MAX and _TYPE.fullmatch(type_) is not None
 
 
 def now_rfc3339() -> str:
@@ -34,20 +77,26 @@ def merge_conditions(
     by_type = dict(previous) if keep_unreported else {}
     stamp = now or now_rfc3339()
     for cond in updates:
+        if not valid_condition_type(cond.type):
+            log.warning("condition type the CRD rejects, dropped", type=cond.type[:100])
+            continue
+        status = cond.status if cond.status in _FALLBACK_REASON else "Unknown"
         old = previous.get(cond.type)
-        transition = old.get("lastTransitionTime") if old and old.get("status") == cond.status else None
+        transition = old.get("lastTransitionTime") if old and old.get("status") == status else None
         by_type[cond.type] = {
             "type": cond.type,
-            "status": cond.status,
-            "reason": cond.reason or "Unknown",
-            "message": cond.message,
+            "status": status,
+            "reason": valid_reason(cond.reason, status) if cond.reason else "Unknown",
+            "message": bounded_message(cond.message),
             "observedGeneration": generation,
             "lastTransitionTime": transition or stamp,
         }
     return sorted(by_type.values(), key=lambda c: str(c.get("type")))
 
 
-def connection_condition(secret_name: str | None, phase: Phase) -> Condition | None:
+def connection_condition(secret_name: str | None, phase: Phase, problem: str | None = None) -> Condition | None:
+    if problem:
+        return Condition(CONNECTION_DETAILS_READY, "False", "NameClash", problem)
     if secret_name:
         return Condition(
             CONNECTION_DETAILS_READY,
@@ -72,6 +121,7 @@ def compose_status(
     version: str | None = None,
     connection: ConnectionDetails | None = None,
     connection_secret: str | None = None,
+    connection_problem: str | None = None,
     status_connection_supported: bool = False,
 ) -> dict[str, Any]:
     """The full new status. With `complete`, `conditions` is the whole truth of this pass and
@@ -80,12 +130,12 @@ def compose_status(
     current = copy.deepcopy(instance.get("status") or {})
     generation = int(instance["metadata"].get("generation") or 0)
     updates = list(conditions)
-    conn_cond = connection_condition(connection_secret, phase)
+    conn_cond = connection_condition(connection_secret, phase, connection_problem)
     if conn_cond is not None:
         updates.append(conn_cond)
     new = dict(current)
     new["phase"] = phase.value
-    new["message"] = message
+    new["message"] = bounded_message(message)
     new["conditions"] = merge_conditions(
         current.get("conditions") or [], updates, generation, keep_unreported=not complete
     )

@@ -30,6 +30,7 @@ from actors.kube import ApiError, KubeClient
 from actors.resources import CRDS, INSTANCES, PROVIDERS
 from provider.gateway_actor import GATEWAYS
 from provider.llm.kinds import NODE
+from provider.namespace_actor import NAMESPACES
 from provider.rbac import RULES, AccessCheck, Rule, access_checks
 
 SSAR_PATH: Final = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
@@ -47,7 +48,12 @@ INTEGRATIONS: Final[Mapping[str, str]] = {
 }
 # Cluster-scoped resources among the rules: checked cluster-wide even when namespaces are given.
 CLUSTER_SCOPED: Final = frozenset(
-    {(r.group, r.plural) for r in (PROVIDERS, CRDS, NODE)} | {("authorization.k8s.io", "selfsubjectaccessreviews")}
+    {(r.group, r.plural) for r in (PROVIDERS, CRDS, NODE, NAMESPACES)}
+    | {
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+        ("authentication.k8s.io", "tokenreviews"),
+    }
 )
 
 

@@ -28,11 +28,14 @@ from actors.kube import ApiError, KubeClient
 from actors.shared import SharedActors
 from provider.catalog_actor import register_catalogs
 from provider.errors import first_error_message
+from provider.field_rules import check_object_name
 from provider.gateway_actor import AIGatewayActor, BaseURL
 from provider.instance import Instance
 from provider.llm.kinds import NODE, OPTIONAL
 from provider.llm.quote import quote
 from provider.names import PROVIDER_NAME
+from provider.namespace_actor import NamespaceLevels
+from provider.pod_security import Level, PodPolicy
 from provider.settings import ProviderSettings
 from provider.topologies import build_topologies
 from provider.topology import Catalogs, StatusInputs, TopologyHandler
@@ -43,6 +46,8 @@ log = structlog.get_logger("provider.kserve")
 CatalogSource = Catalogs | Callable[[], Catalogs | Awaitable[Catalogs]]
 # The shared AI Gateway's published base URL, None until it has an address.
 GatewayAddressSource = Callable[[], Awaitable[str | None]]
+# A namespace's enforced Pod Security level, None when it has no label.
+NamespaceLevelSource = Callable[[str], Level | None]
 
 
 def node_addresses(nodes: Iterable[KubeObject]) -> list[str]:
@@ -87,8 +92,10 @@ class KServeProvider:
         catalogs: CatalogSource | None = None,
         topologies: Mapping[str, TopologyHandler] | None = None,
         gateway_base_url: GatewayAddressSource | None = None,
+        namespace_level: NamespaceLevelSource | None = None,
     ) -> None:
         self.settings = settings
+        self._namespace_level = namespace_level
         self._catalogs: CatalogSource = catalogs if catalogs is not None else Catalogs()
         self.topologies: Mapping[str, TopologyHandler] = (
             topologies if topologies is not None else build_topologies(settings)
@@ -124,6 +131,7 @@ class KServeProvider:
             raise ValidationFailed("metadata.name is required")
         if not instance.metadata.namespace:
             raise ValidationFailed("metadata.namespace must not be empty")
+        check_object_name(instance.metadata.name, "metadata.name")
         ref = instance.spec.provider_ref.name
         if ref != PROVIDER_NAME:
             raise ValidationFailed(f'spec.providerRef.name is {quote(ref)}, but this provider is "{PROVIDER_NAME}"')
@@ -139,11 +147,18 @@ class KServeProvider:
             raise ValidationFailed(f"unsupported topology {quote(kind)} (one of: {known})")
         return handler
 
-    def check(self, obj: KubeObject, catalogs: Catalogs) -> Instance:
-        """Every validation rule; the parsed Instance when it passes."""
+    def pod_policy(self, namespace: str) -> PodPolicy:
+        """The Pod Security policy for an Instance in `namespace` (its label, else the chart's default)."""
+        level = self._namespace_level(namespace) if self._namespace_level is not None else None
+        return self.settings.pod_policy(level)
+
+    def check(self, obj: KubeObject, catalogs: Catalogs, policy: PodPolicy | None = None) -> Instance:
+        """Every validation rule; the parsed Instance when it passes. `policy` defaults to the one
+        of the Instance's namespace."""
         with _one_line_messages():
             instance = self.parse(obj)
-            self.topology_for(instance).validate(instance, catalogs)
+            handler = self.topology_for(instance)
+            handler.validate(instance, catalogs, policy or self.pod_policy(instance.metadata.namespace))
         return instance
 
     def render(
@@ -210,13 +225,20 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
     shared = SharedActors()
     catalogs = register_catalogs(shared, environ)
     base_url: GatewayAddressSource | None = None
+    namespace_level: NamespaceLevelSource | None = None
     if client is not None:
         gateway = AIGatewayActor(client, settings, shared)
         shared.register(gateway)
+        namespaces = NamespaceLevels(client, shared)
+        shared.register(namespaces)
+        namespace_level = namespaces.level
 
         async def ask_gateway() -> str | None:
             url: str | None = await gateway.ask(BaseURL())
             return url
 
         base_url = ask_gateway
-    return KServeProvider(settings, catalogs=catalogs, gateway_base_url=base_url), shared
+    provider = KServeProvider(
+        settings, catalogs=catalogs, gateway_base_url=base_url, namespace_level=namespace_level
+    )
+    return provider, shared

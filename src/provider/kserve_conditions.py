@@ -3,16 +3,12 @@ passed through onto the Instance as `KServe<Type>` conditions with valid metav1 
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from actors.interface import Condition, KubeObject
+from actors.status import valid_reason
 
 CONDITION_PREFIX: Final = "KServe"
-
-# metav1.Condition.reason: CamelCase-ish, at most 1024 characters.
-_REASON: Final = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-_FALLBACK_REASON: Final = {"True": "Ready", "False": "NotReady", "Unknown": "Unknown"}
 
 
 def conditions(obj: KubeObject) -> list[dict[str, Any]]:
@@ -28,28 +24,38 @@ def is_true(cond: dict[str, Any] | None) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
-def _reason(raw: Any, status: str) -> str:
-    """A valid metav1 reason: KServe's when it is one, else its words in CamelCase, else a default."""
-    text = str(raw or "")
-    if _REASON.fullmatch(text) and len(text) <= 1024:
-        return text
-    words = re.findall(r"[A-Za-z0-9]+", text)
-    camel = "".join(w[:1].upper() + w[1:] for w in words).lstrip("0123456789")[:1024]
-    return camel or _FALLBACK_REASON[status]
-
-
 def passthrough_conditions(obj: KubeObject) -> list[Condition]:
     out: list[Condition] = []
     for cond in conditions(obj):
         status = str(cond.get("status"))
-        if status not in _FALLBACK_REASON:
+        if status not in ("True", "False", "Unknown"):
             status = "Unknown"
         out.append(
             Condition(
                 type=CONDITION_PREFIX + cond["type"],
                 status=status,
-                reason=_reason(cond.get("reason"), status),
+                reason=valid_reason(cond.get("reason"), status),
                 message=str(cond.get("message") or ""),
             )
         )
     return out
+
+
+def stale_generation(obj: KubeObject, kind: str) -> str | None:
+    """Why KServe's status cannot be trusted for the current spec yet, or None.
+
+    Status describes the spec of `status.observedGeneration`. Behind `metadata.generation`, it is
+    about an older spec; absent after the spec was edited (generation above 1), nothing says which
+    spec it describes, so a Ready from before the edit is not taken for the edited spec either.
+    """
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = (obj.get("status") or {}).get("observedGeneration")
+    if not isinstance(generation, int) or isinstance(generation, bool):
+        return None
+    if isinstance(observed, int) and not isinstance(observed, bool):
+        if observed < generation:
+            return f"Waiting for KServe to reconcile the {kind} (generation {generation}, observed {observed})"
+        return None
+    if generation > 1:
+        return f"Waiting for KServe to reconcile the {kind} (generation {generation}, not yet observed)"
+    return None

@@ -22,10 +22,11 @@ from typing import Any, Literal
 
 Scope = Literal["cluster", "namespace"]
 
-READ: tuple[str, ...] = ("get", "list", "watch")
-# Owned objects: read and watched (inventory, drift), applied with server-side apply (a PATCH that
-# also needs `create` when it creates the object), updated and pruned.
-OWN: tuple[str, ...] = ("get", "list", "watch", "create", "update", "patch", "delete")
+WATCH: tuple[str, ...] = ("list", "watch")
+# Owned objects: watched (inventory, drift), read once before their first apply (to refuse a name
+# someone else took), applied with server-side apply (a PATCH, which needs `create` too when it
+# creates the object) and deleted when no longer desired. Never `update`: nothing is PUT.
+OWN: tuple[str, ...] = ("get", "list", "watch", "create", "patch", "delete")
 
 
 @dataclass(frozen=True)
@@ -48,27 +49,29 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "core.openeverest.io",
         ("instances",),
-        ("get", "list", "watch", "update", "patch"),
-        "Watch Instances; add and remove the provider label and finalizer.",
+        ("list", "watch", "patch"),
+        "Watch Instances; add and remove the provider label and finalizer (conditional patches).",
     ),
     Rule(
         "core.openeverest.io",
         ("instances/status",),
-        ("update", "patch"),
-        "Write phase, message, version, conditions and connectionSecretRef.",
+        ("update",),
+        "Write phase, message, version, conditions and connectionSecretRef (a PUT of the status "
+        "subresource, conditional on the resourceVersion read).",
     ),
     Rule(
         "core.openeverest.io",
         ("instances/finalizers",),
         ("update",),
         "Derived objects carry a controller ownerReference with blockOwnerDeletion=true, which "
-        "needs update on the owner's finalizers where OwnerReferencesPermissionEnforcement is on.",
+        "needs update on the owner's finalizers where OwnerReferencesPermissionEnforcement is on "
+        "(checked by that admission plugin, not called by the provider).",
     ),
     Rule(
         "core.openeverest.io",
         ("providers",),
-        READ,
-        "Read our own Provider CR: version bundles and the default bundle.",
+        WATCH,
+        "Follow our own Provider CR: version bundles, the default bundle, the published schema.",
     ),
     # -- KServe --------------------------------------------------------------------------------
     Rule(
@@ -89,17 +92,24 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "",
         ("secrets",),
-        ("get", "create", "update", "patch", "delete"),
-        "Only the connection Secret `<instance>-conn` the OpenEverest contract requires. RBAC "
-        "cannot restrict by name prefix (and `create` cannot be restricted by resourceNames at "
-        "all), so this is cluster-wide; the provider never reads or writes any other Secret. No "
-        "list/watch: the provider reads its Secret by name and never enumerates Secrets.",
+        OWN,
+        "Only the connection Secret `<instance>-conn` the OpenEverest contract requires, watched "
+        "(label-selected: only ours are held) so that one deleted or edited by hand is restored. "
+        "RBAC cannot restrict by name prefix or label, so this is cluster-wide; the provider never "
+        "writes, deletes or keeps any other Secret (docs/security.md).",
     ),
     Rule(
         "",
         ("nodes",),
-        READ,
+        ("list",),
         "Node addresses for the connection details of NodePort Services.",
+    ),
+    Rule(
+        "",
+        ("namespaces",),
+        WATCH,
+        "The Pod Security level (pod-security.kubernetes.io/enforce) of each Instance's namespace, "
+        "which bounds the pod settings an Instance may pass through.",
     ),
     # -- optional integrations (used only when their CRDs are installed) -----------------------
     Rule(
@@ -123,21 +133,33 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "gateway.networking.k8s.io",
         ("gateways",),
-        READ,
+        WATCH,
         "The shared AI Gateway's address for connection details.",
     ),
     Rule(
         "apiextensions.k8s.io",
         ("customresourcedefinitions",),
-        READ,
-        "Discover which optional kinds are installed (PodMonitor, AI Gateway) and which status "
-        "fields the installed Instance CRD has.",
+        ("get",),
+        "Which status fields the installed Instance CRD has (status.connection). Optional kinds "
+        "are found through discovery, which needs no permission.",
     ),
     Rule(
         "authorization.k8s.io",
         ("selfsubjectaccessreviews",),
         ("create",),
         "`provider-kserve doctor` checks the provider's own permissions (this list).",
+    ),
+    Rule(
+        "authentication.k8s.io",
+        ("tokenreviews",),
+        ("create",),
+        "With metrics.protection or validation.auth rbac: whose bearer token a request carries.",
+    ),
+    Rule(
+        "authorization.k8s.io",
+        ("subjectaccessreviews",),
+        ("create",),
+        "With metrics.protection or validation.auth rbac: whether that user may use the endpoint.",
     ),
     # -- the provider's own namespace ----------------------------------------------------------
     Rule(

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from actors.interface import ValidationFailed
 from provider.errors import first_error_message
+from provider.field_rules import check_qualified_name
 
 # The quantity pattern of the Kubernetes CRD schemas (resources.limits/requests).
 QUANTITY_PATTERN: Final = (
@@ -66,6 +67,9 @@ def container_resources(raw: dict[str, Any] | None, prefix: str) -> dict[str, An
         spec = _Requirements.model_validate(raw)
     except ValidationError as exc:
         raise ValidationFailed(first_error_message(prefix, exc)) from None
+    for section, values in (("limits", spec.limits), ("requests", spec.requests)):
+        for name in values:
+            check_qualified_name(name, f"{prefix}.{section}")
     limits = {name: _quantity(f"{prefix}.limits.{name}", v) for name, v in spec.limits.items()}
     explicit = {name: _quantity(f"{prefix}.requests.{name}", v) for name, v in spec.requests.items()}
     requests = {**limits, **explicit}

@@ -21,6 +21,7 @@ from typing import ClassVar, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from provider.errors import first_error_message
+from provider.pod_security import LEVELS, Level, PodPolicy
 
 # A Prometheus duration as the PodMonitor CRD accepts it (e.g. 30s, 1m30s).
 DURATION_PATTERN: Final = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
@@ -60,6 +61,17 @@ class ProviderSettings(BaseModel):
     pod_monitor_interval: str = Field(
         default="30s", pattern=DURATION_PATTERN, description="PodMonitor scrape interval."
     )
+    pod_security_default: Level = Field(
+        default="restricted",
+        description="Pod Security Standard applied to an Instance's pod settings where its namespace has no "
+        f"pod-security.kubernetes.io/enforce label ({', '.join(LEVELS)}).",
+    )
+    pod_security_allow_service_account: bool = Field(
+        default=False, description="Instances may choose their pods' ServiceAccount (inline config)."
+    )
+    pod_security_allow_secret_references: bool = Field(
+        default=False, description="Instances may reference Secrets in their pods (inline config)."
+    )
 
     # Field name -> environment variable.
     ENV: ClassVar[Mapping[str, str]] = {
@@ -73,8 +85,18 @@ class ProviderSettings(BaseModel):
         "ai_gateway_rate_limit_redis_url": "AI_GATEWAY_RATE_LIMIT_REDIS_URL",
         "enable_pod_monitor": "ENABLE_POD_MONITOR",
         "pod_monitor_interval": "POD_MONITOR_INTERVAL",
+        "pod_security_default": "POD_SECURITY_DEFAULT_LEVEL",
+        "pod_security_allow_service_account": "POD_SECURITY_ALLOW_SERVICE_ACCOUNT",
+        "pod_security_allow_secret_references": "POD_SECURITY_ALLOW_SECRET_REFERENCES",
     }
-    _FLAGS: ClassVar[frozenset[str]] = frozenset({"ai_gateway_enabled", "enable_pod_monitor"})
+    _FLAGS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "ai_gateway_enabled",
+            "enable_pod_monitor",
+            "pod_security_allow_service_account",
+            "pod_security_allow_secret_references",
+        }
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ProviderSettings:
@@ -106,6 +128,14 @@ class ProviderSettings(BaseModel):
         if self.ai_gateway_port_override is not None:
             return self.ai_gateway_port_override
         return 443 if self.ai_gateway_scheme == "https" else 80
+
+    def pod_policy(self, level: Level | None = None) -> PodPolicy:
+        """The policy for an Instance in a namespace enforcing `level` (None: no label there)."""
+        return PodPolicy(
+            level=level or self.pod_security_default,
+            allow_service_account=self.pod_security_allow_service_account,
+            allow_secret_references=self.pod_security_allow_secret_references,
+        )
 
     @property
     def ai_gateway_configured(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from actors.interface import KubeObject, Resource, StatusReport
 from provider.instance import Instance
+from provider.pod_security import PodPolicy
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,9 @@ class TopologyHandler(Protocol):
         """Every kind this topology may create (watched, inventoried, pruned)."""
         ...
 
-    def validate(self, instance: Instance, catalogs: Catalogs) -> None:
-        """Raise actors.interface.ValidationFailed with a specific, field-named message."""
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
+        """Raise actors.interface.ValidationFailed with a specific, field-named message. `policy`
+        bounds what pod settings the Instance may pass through (its namespace's Pod Security)."""
         ...
 
     def desired(

@@ -7,6 +7,7 @@ import sys
 
 import anyio
 
+from actors.endpoints import Endpoints
 from actors.kube import KubeClient
 from actors.logs import configure_logging
 from actors.manager import Manager, ManagerOptions
@@ -21,10 +22,7 @@ async def main(kubeconfig: str, namespace: str, metrics_port: int) -> None:
         leader_elect=True,
         lease_namespace=namespace,
         lease_name="null-provider-leader",
-        bind_host="127.0.0.1",
-        metrics_port=metrics_port,
-        health_port=None,
-        validation_port=None,
+        endpoints=Endpoints(bind_host="127.0.0.1", metrics_port=metrics_port, health_port=None, validation_port=None),
     )
     async with client:
         await Manager(client, NullProvider(), options=options).run()

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 
+from actors.endpoints import Endpoints
 from actors.interface import Provider
 from actors.kube import KubeClient
 from actors.manager import Manager, ManagerOptions
@@ -31,7 +32,9 @@ async def running_manager(
     requests: Counter[str] = Counter()
     client.observers.append(lambda verb, resource, code, seconds: requests.update([verb]))
     opts = ManagerOptions(
-        namespaces=[namespace], metrics_port=None, health_port=None, validation_port=None, **options
+        namespaces=[namespace],
+        endpoints=Endpoints(metrics_port=None, health_port=None, validation_port=None),
+        **options,
     )
     manager = Manager(client, provider, options=opts, shared=shared)
     async with client, anyio.create_task_group() as tg:

@@ -17,6 +17,7 @@ from provider.instance import Instance
 from provider.kserve import KServeProvider, build_provider, node_addresses
 from provider.llm import kinds
 from provider.llm.handler import LlmTopology
+from provider.pod_security import PodPolicy
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
 
@@ -36,7 +37,7 @@ class FakeTopology:
     def resources(self) -> Sequence[Resource]:
         return (kinds.SERVICE, OTHER)
 
-    def validate(self, instance: Instance, catalogs: Catalogs) -> None:
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
         if not catalogs.lora_adapters:
             raise ValidationFailed("fake: no catalog")
 

@@ -10,7 +10,9 @@ from typing import Any
 import anyio
 import structlog
 
+from actors.endpoints import Endpoints
 from actors.kube import KubeClient
+from actors.limits import InstanceLimits
 from actors.logs import configure_logging
 from actors.manager import Manager, ManagerOptions
 from actors.tracing import configure_tracing
@@ -25,6 +27,8 @@ def register(subparsers: Any) -> None:
     add_connection_arguments(parser)
     # The runtime's own defaults, so the flags and ManagerOptions cannot drift apart.
     defaults = ManagerOptions()
+    served = defaults.endpoints
+    limits = defaults.limits
     parser.add_argument(
         "--namespace",
         dest="namespaces",
@@ -32,10 +36,34 @@ def register(subparsers: Any) -> None:
         default=[],
         help="watch only this namespace (repeatable); default: all namespaces",
     )
-    parser.add_argument("--metrics-port", type=int, default=defaults.metrics_port)
-    parser.add_argument("--health-port", type=int, default=defaults.health_port)
-    parser.add_argument("--validation-port", type=int, default=defaults.validation_port)
-    parser.add_argument("--bind-host", default=defaults.bind_host)
+    parser.add_argument("--metrics-port", type=int, default=served.metrics_port, help="0 turns /metrics off")
+    parser.add_argument("--health-port", type=int, default=served.health_port, help="0 turns the probes off")
+    parser.add_argument("--validation-port", type=int, default=served.validation_port, help="0 turns /validate off")
+    parser.add_argument("--bind-host", default=served.bind_host, help="address every server listens on")
+    parser.add_argument(
+        "--metrics-bind-host", default=served.metrics_bind_host, help="address /metrics listens on (e.g. 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--metrics-auth",
+        choices=("none", "rbac"),
+        default="rbac" if served.metrics_auth else "none",
+        help="rbac: /metrics needs a bearer token allowed to get it (TokenReview + SubjectAccessReview), over TLS",
+    )
+    parser.add_argument(
+        "--validation-auth",
+        choices=("none", "rbac"),
+        default="rbac" if served.validation_auth else "none",
+        help="rbac: /validate and /schema need a bearer token allowed to use them, over TLS",
+    )
+    parser.add_argument(
+        "--tls-cert-dir", default=served.tls_cert_dir, help="tls.crt and tls.key of the protected servers"
+    )
+    parser.add_argument(
+        "--max-instance-spec-bytes", type=int, default=limits.max_spec_bytes, help="largest Instance spec (JSON bytes)"
+    )
+    parser.add_argument(
+        "--max-instance-spec-depth", type=int, default=limits.max_spec_depth, help="deepest nesting in an Instance spec"
+    )
     parser.add_argument(
         "--max-concurrent", type=int, default=defaults.max_concurrent, help="global cap on concurrent reconciles"
     )
@@ -94,10 +122,17 @@ async def _run(args: argparse.Namespace) -> None:
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
-        bind_host=args.bind_host,
-        metrics_port=args.metrics_port or None,
-        health_port=args.health_port or None,
-        validation_port=args.validation_port or None,
+        limits=InstanceLimits(args.max_instance_spec_bytes, args.max_instance_spec_depth),
+        endpoints=Endpoints(
+            bind_host=args.bind_host,
+            metrics_port=args.metrics_port or None,
+            health_port=args.health_port or None,
+            validation_port=args.validation_port or None,
+            metrics_bind_host=args.metrics_bind_host,
+            metrics_auth=args.metrics_auth == "rbac",
+            validation_auth=args.validation_auth == "rbac",
+            tls_cert_dir=args.tls_cert_dir,
+        ),
     )
     manager = Manager(client, provider, options=options, shared=shared)
     log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect)

@@ -3,16 +3,16 @@
 It becomes the Instance-owned LLMInferenceServiceConfig `<instance>-config`, attached last in
 baseRefs. It is checked here, at validation time, because the API server would only reject it at
 apply time (a type mismatch), or worse silently prune it (an unknown, misspelled key): both far
-away from the field the user wrote.
+away from the field the user wrote. The YAML is read within bounds (provider.bounded_yaml: size,
+nesting, alias expansion), so a small document cannot turn into a huge request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-import yaml
-
+from provider import bounded_yaml
 from provider.llm.quote import quote
 
 # Top-level LLMInferenceServiceSpec fields (serving.kserve.io_llminferenceserviceconfigs.yaml,
@@ -34,18 +34,18 @@ SPEC_FIELDS: Final[Mapping[str, type]] = {
     "worker": dict,
 }
 _JSON_TYPE: Final[Mapping[type, str]] = {dict: "a mapping", list: "a list", int: "an integer"}
+# Where an LLMInferenceServiceSpec holds pod specs (PodSpec fields, merged over KServe's presets).
+POD_SPEC_PATHS: Final = (
+    ("template",),
+    ("worker",),
+    ("prefill", "template"),
+    ("prefill", "worker"),
+    ("router", "scheduler", "template"),
+)
 
 
 class ConfigError(ValueError):
     """Why the inline config cannot be used (the message names no field: the caller adds it)."""
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None)
-    if mark is not None and problem:
-        return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    return f"invalid YAML: {exc}"
 
 
 def _describe(value: Any) -> str:
@@ -68,9 +68,9 @@ def parse_config(value: str | Mapping[str, Any]) -> dict[str, Any] | None:
         if not value.strip():
             return None
         try:
-            body = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ConfigError(_yaml_problem(exc)) from None
+            body = bounded_yaml.load(value)
+        except bounded_yaml.YamlBoundError as exc:
+            raise ConfigError(str(exc)) from None
     else:
         body = dict(value)
     if body is None:
@@ -90,3 +90,13 @@ def parse_config(value: str | Mapping[str, Any]) -> dict[str, Any] | None:
         # The CRD requires model.uri whenever model is present in a config.
         raise ConfigError("model.uri is required when model is set (the Instance's modelURI wins anyway)")
     return body or None
+
+
+def pod_specs(body: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each pod spec the config sets, with its path in the config (e.g. `prefill.template`)."""
+    for path in POD_SPEC_PATHS:
+        node: Any = body
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if isinstance(node, Mapping):
+            yield ".".join(path), node

@@ -14,6 +14,7 @@ from provider.llm.serviceaccount import model_puller
 from provider.llm.status import REQUEUE_FAILED, llm_status
 from provider.llm.validation import read_llm, validate_llm
 from provider.llm.workload import llm_config, llm_inference_service
+from provider.pod_security import PodPolicy
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs, Observed, StatusInputs
 
@@ -30,8 +31,8 @@ class LlmTopology:
     def resources(self) -> Sequence[Resource]:
         return kinds.OWNED
 
-    def validate(self, instance: Instance, catalogs: Catalogs) -> None:
-        validate_llm(instance, catalogs, self.settings)
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
+        validate_llm(instance, catalogs, self.settings, policy)
 
     def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:
         inputs = validate_llm(instance, catalogs, self.settings)

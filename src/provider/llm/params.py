@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from provider.errors import first_error_message
+from provider.field_rules import URI_MAX, unprintable
 from provider.llm.config import ConfigError, parse_config
 from provider.llm.quote import quote
 from provider.llm.uris import SCHEMES, uri_problem
@@ -267,6 +268,16 @@ class LlmEngineParameters(_Params):
             return value.strip() or None
         return value
 
+    @field_validator("model_name")
+    @classmethod
+    def _model_name_printable(cls, value: str | None) -> str | None:
+        # It becomes a vLLM argument and the `model` clients send: a newline or a bidirectional
+        # override there would be invisible in every listing.
+        bad = unprintable(value) if value is not None else None
+        if bad is not None:
+            raise rule_error(f"{ENGINE_PREFIX}.modelName contains the unprintable character {bad}")
+        return value
+
     @field_validator("compute_profile", mode="before")
     @classmethod
     def _compute_profile(cls, value: Any) -> Any:
@@ -405,6 +416,8 @@ class LlmTopologyParameters(_Params):
             return None
         scheme, sep, rest = value.partition("://")
         host = rest.split("/", 1)[0]
+        if len(value) > URI_MAX or unprintable(value) is not None:
+            raise ValueError(f"must be a printable URL of at most {URI_MAX} characters")
         if not sep or scheme not in ("http", "https") or not host or any(ch.isspace() for ch in value):
             raise ValueError(
                 f"{quote(value)} is not an http:// or https:// URL (e.g. http://otel-collector.observability:4317)"

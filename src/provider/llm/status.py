@@ -3,8 +3,8 @@
 Phases (contract.md §1.3, kserve-behavior §4.1, going beyond the Go provider where it misled):
 
 - no LLMInferenceService yet → Provisioning `Waiting for LLMInferenceService`;
-- KServe has not yet looked at the current spec (status.observedGeneration behind) → Provisioning,
-  so a Ready from before an edit is not reported for the edited spec;
+- KServe has not yet looked at the current spec (status.observedGeneration behind, or absent after
+  an edit) → Provisioning, so a Ready from before an edit is not reported for the edited spec;
 - KServe cannot combine the configuration (PresetsCombined or Ready False with ConfigNotFound,
   CombineBaseError or InvalidRenderedConfig: a missing preset or baseRef, a config the API server
   rejects) → Failed, with what to check. Go showed these as Provisioning forever (§10.7);
@@ -89,14 +89,6 @@ def config_failure(llmisvc: KubeObject) -> str | None:
             else "check llmEngine.parameters.config and the configs in baseRefs"
         )
         return f"KServe cannot combine the LLMInferenceService configuration ({reason}{detail}); {hint}"
-    return None
-
-
-def stale_generation(llmisvc: KubeObject) -> str | None:
-    generation = (llmisvc.get("metadata") or {}).get("generation")
-    observed = (llmisvc.get("status") or {}).get("observedGeneration")
-    if isinstance(generation, int) and isinstance(observed, int) and observed < generation:
-        return f"Waiting for KServe to reconcile the LLMInferenceService (generation {generation}, observed {observed})"
     return None
 
 
@@ -276,7 +268,7 @@ def llm_status(
         return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
     conditions = [*passthrough_conditions(llmisvc), *own]
 
-    if (stale := stale_generation(llmisvc)) is not None:
+    if (stale := kserve_conditions.stale_generation(llmisvc, "LLMInferenceService")) is not None:
         return _report(Phase.PROVISIONING, stale, conditions, requeue=REQUEUE_NOT_READY)
     if (failure := config_failure(llmisvc)) is not None:
         # Still polled: installing the preset or creating the baseRef heals it without an edit.

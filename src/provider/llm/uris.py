@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from provider.field_rules import URI_MAX
 from provider.llm.quote import quote
 
 SCHEMES: Final[tuple[str, ...]] = ("hf", "s3", "gs", "pvc", "oci")
@@ -17,8 +18,12 @@ _SCHEME_LIST: Final = ", ".join(f"{s}://" for s in SCHEMES)
 
 def uri_problem(uri: str) -> str | None:
     """Why `uri` cannot be loaded, or None when it has a supported scheme and a location."""
+    if len(uri) > URI_MAX:
+        return f"is {len(uri)} characters long; at most {URI_MAX} are allowed"
     if any(ch.isspace() for ch in uri):
         return "must not contain whitespace"
+    if not uri.isprintable():
+        return "must not contain unprintable characters"
     scheme, sep, location = uri.partition("://")
     if not sep:
         return f"missing scheme (use one of {_SCHEME_LIST})"

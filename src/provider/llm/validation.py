@@ -19,8 +19,13 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
    `tokenLimitPerHour must be greater than zero`
 9. names of the derived objects that would exceed Kubernetes' limits
 10. LoRA: catalog slots, then each adapter, then the storage-initializer rule.
+11. the pod settings of the inline config within the Pod Security level of the Instance's
+   namespace (provider.pod_security), e.g. `llmEngine.parameters.config.template.hostPID: hostPID:
+   true is not allowed by the Pod Security Standard 'restricted' of this namespace`.
 
-Rules 1-9 need no catalog (`read_llm`, also used by status mapping); 10 does (`validate_llm`).
+Every value that reaches a Kubernetes field is checked against that field's limits on the way
+(provider.field_rules: 32-bit integers, qualified keys, image references, printable text).
+Rules 1-9 need no catalog (`read_llm`, also used by status mapping); 10 and 11 do (`validate_llm`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ from pydantic import BaseModel, ValidationError
 
 from actors.interface import ValidationFailed
 from provider import names
+from provider.field_rules import check_image, check_int32, check_qualified_name, check_text
 from provider.instance import ComponentSpec, Instance
+from provider.llm.config import pod_specs
 from provider.llm.inputs import COMPONENT, Adapter, LlmInputs
 from provider.llm.params import (
     ENGINE_PREFIX,
@@ -46,6 +53,7 @@ from provider.llm.params import (
 from provider.llm.quote import quote
 from provider.llm.source_ranges import normalized_source_ranges
 from provider.llm.uris import scheme_of, uri_problem
+from provider.pod_security import PodPolicy, violation
 from provider.resources import container_resources
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs
@@ -170,6 +178,7 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
     engine = parse_engine(component.parameters)
     if component.replicas is not None and component.replicas < 0:
         raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
+    check_int32(component.replicas, f"{COMPONENT}.replicas")
     resources = container_resources(component.resources, prefix=f"{COMPONENT}.resources")
     _check_gpus(engine, resources)
 
@@ -184,6 +193,8 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
             )
         service_type = service.service_type or "ClusterIP"
         annotations = dict(service.annotations)
+        for key in annotations:
+            check_qualified_name(key, f"{COMPONENT}.service.annotations")
         if service.load_balancer_service is not None:
             source_ranges = normalized_source_ranges(
                 service.load_balancer_service.source_ranges,
@@ -193,6 +204,12 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
     topology_spec = instance.spec.topology
     topology = parse_topology(topology_spec.parameters if topology_spec is not None else {})
     _check_gateway(topology, settings)
+    image = (component.image or "").strip() or None
+    if image is not None:
+        check_image(image, f"{COMPONENT}.image")
+    for value, where in ((instance.spec.version, "spec.version"), (component.version, f"{COMPONENT}.version")):
+        if value:
+            check_text(value, where, max_length=253)
 
     inputs = LlmInputs(
         name=instance.metadata.name,
@@ -201,7 +218,7 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
         topology=topology,
         replicas=component.replicas,
         resources=resources,
-        image=(component.image or "").strip() or None,
+        image=image,
         service_type=service_type,
         service_annotations=annotations,
         source_ranges=source_ranges,
@@ -316,7 +333,20 @@ def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ..
     return tuple(adapters)
 
 
-def validate_llm(instance: Instance, catalogs: Catalogs, settings: ProviderSettings) -> LlmInputs:
-    """All rules in order: the translation inputs, or ValidationFailed with the first failure."""
+def check_pod_policy(engine: LlmEngineParameters, policy: PodPolicy) -> None:
+    """Rule 11: the pod settings of the inline config within the namespace's Pod Security level."""
+    for path, pod in pod_specs(engine.config_spec()):
+        problem = violation(pod, f"{ENGINE_PREFIX}.config.{path}", policy)
+        if problem is not None:
+            raise ValidationFailed(problem)
+
+
+def validate_llm(
+    instance: Instance, catalogs: Catalogs, settings: ProviderSettings, policy: PodPolicy | None = None
+) -> LlmInputs:
+    """All rules in order: the translation inputs, or ValidationFailed with the first failure.
+    `policy` is the Pod Security policy of the Instance's namespace (the chart's default if None)."""
     inputs = read_llm(instance, settings)
-    return replace(inputs, adapters=resolve_adapters(inputs, catalogs))
+    inputs = replace(inputs, adapters=resolve_adapters(inputs, catalogs))
+    check_pod_policy(inputs.engine, policy or settings.pod_policy())
+    return inputs

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from actors.interface import KubeObject, Resource, StatusReport
 from provider.instance import Instance
+from provider.pod_security import PodPolicy
 from provider.predictor.status import predictor_status
 from provider.predictor.translate import INFERENCE_SERVICE, inference_service
 from provider.predictor.validation import validate_predictor
@@ -28,7 +29,8 @@ class PredictorTopology:
     def resources(self) -> Sequence[Resource]:
         return (INFERENCE_SERVICE,)
 
-    def validate(self, instance: Instance, catalogs: Catalogs) -> None:
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
+        # A predictor passes no pod settings through, so the Pod Security policy has nothing to check.
         validate_predictor(instance)
 
     def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:

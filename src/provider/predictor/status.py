@@ -2,6 +2,8 @@
 
 Phases:
 - no InferenceService yet → Provisioning `Waiting for InferenceService`;
+- KServe has not yet looked at the current spec (status.observedGeneration behind, or absent after
+  an edit) → Provisioning, so a Ready from before an edit is not reported for the edited spec;
 - KServe `Ready=True` → Ready, with connection details from the cluster-internal address;
 - KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
   runtime, model failed to load) → Failed with a message that says what to do. The Go provider
@@ -26,7 +28,7 @@ from actors.interface import ConnectionDetails, KubeObject, Phase, StatusReport
 
 # Shared with the llm topology, so both topologies publish details and KServe conditions alike.
 from provider.connection import url_details
-from provider.kserve_conditions import passthrough_conditions
+from provider.kserve_conditions import passthrough_conditions, stale_generation
 
 # The InferenceService is watched, so KServe's progress arrives as events; this poll is a safety net.
 REQUEUE_SECONDS: Final = 60.0
@@ -115,6 +117,8 @@ def predictor_status(isvc: KubeObject | None) -> StatusReport:
     if isvc is None:
         return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
     conditions = passthrough_conditions(isvc)
+    if (stale := stale_generation(isvc, "InferenceService")) is not None:
+        return StatusReport(Phase.PROVISIONING, stale, conditions, requeue_after=REQUEUE_SECONDS)
     ready = _condition(isvc, "Ready")
     if ready is not None and ready.get("status") == "True":
         url = _address(isvc)

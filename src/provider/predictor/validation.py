@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from actors.interface import ValidationFailed
 from provider.errors import first_error_message
+from provider.field_rules import URI_MAX, check_int32, check_length, check_text
 from provider.instance import ComponentSpec, Instance
 from provider.predictor.params import PredictorParameters
 
@@ -100,13 +101,17 @@ def parse_parameters(raw: Mapping[str, Any]) -> PredictorParameters:
     for required in ("modelFormat", "storageURI"):
         if _blank(params.get(required)):
             raise ValidationFailed(f"{PARAMS_PREFIX}.{required} is required")
+    if isinstance(params["storageURI"], str):
+        check_length(params["storageURI"], f"{PARAMS_PREFIX}.storageURI", URI_MAX)
     for count in ("minReplicas", "maxReplicas"):
         if _negative(params.get(count)):
             raise ValidationFailed(f"{PARAMS_PREFIX}.{count} must not be negative")
     try:
-        return PredictorParameters.model_validate(params)
+        parsed = PredictorParameters.model_validate(params)
     except ValidationError as exc:
         raise ValidationFailed(first_error_message(PARAMS_PREFIX, exc)) from None
+    check_text(parsed.storage_uri, f"{PARAMS_PREFIX}.storageURI")
+    return parsed
 
 
 def validate_predictor(instance: Instance) -> PredictorInputs:
@@ -116,6 +121,7 @@ def validate_predictor(instance: Instance) -> PredictorInputs:
     replicas = component.replicas
     if replicas is not None and replicas < 0:
         raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
+    check_int32(replicas, f"{COMPONENT}.replicas")
     inputs = PredictorInputs(params=params, replicas=replicas, resources={})
     low, high = inputs.min_replicas, inputs.max_replicas
     if low is not None and high is not None and high < low:

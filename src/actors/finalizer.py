@@ -1,0 +1,74 @@
+"""The runtime's finalizer and provider label on an Instance: the only metadata it writes there.
+
+Every write is conditional, so it never overwrites another writer's change, and a conflict is never
+taken for success: the caller retries with backoff and reads the newest Instance from its cache.
+Adding uses a merge patch with the resourceVersion it read (the list may be absent, and a JSON
+patch cannot test for absence); removing uses a JSON patch that tests the finalizer list itself,
+so an unrelated write in between (our own status update, an annotation) does not fail it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.interface import KubeObject
+from actors.kube import JSON_PATCH, ApiError, KubeClient
+from actors.ownership import FINALIZER, LABEL_PROVIDER
+from actors.resources import INSTANCES
+
+
+class Conflict(Exception):
+    """The Instance changed under a conditional write; retry with the newer version."""
+
+
+def holds_finalizer(instance: KubeObject) -> bool:
+    return FINALIZER in (instance["metadata"].get("finalizers") or [])
+
+
+async def add(client: KubeClient, instance: KubeObject, provider_name: str) -> None:
+    """Our finalizer and provider label. Gone (404) is fine; changed meanwhile raises Conflict."""
+    meta = instance["metadata"]
+    finalizers = list(meta.get("finalizers") or [])
+    if FINALIZER not in finalizers:
+        finalizers.append(FINALIZER)
+    patch = {
+        "metadata": {
+            "resourceVersion": meta["resourceVersion"],
+            "finalizers": finalizers,
+            "labels": {LABEL_PROVIDER: provider_name},
+        }
+    }
+    await _send(client, instance, patch, content_type=None)
+
+
+async def remove(client: KubeClient, instance: KubeObject, *, drop_label: str | None = None) -> None:
+    """Remove our finalizer (and our provider label when `drop_label` names us). Raises Conflict when
+    the finalizer list changed since `instance` was read."""
+    meta = instance["metadata"]
+    current = list(meta.get("finalizers") or [])
+    if FINALIZER not in current:
+        return
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "replace", "path": "/metadata/finalizers", "value": [f for f in current if f != FINALIZER]},
+    ]
+    if drop_label is not None and (meta.get("labels") or {}).get(LABEL_PROVIDER) == drop_label:
+        path = "/metadata/labels/" + LABEL_PROVIDER.replace("~", "~0").replace("/", "~1")
+        ops += [{"op": "test", "path": path, "value": drop_label}, {"op": "remove", "path": path}]
+    await _send(client, instance, ops, content_type=JSON_PATCH)
+
+
+async def _send(client: KubeClient, instance: KubeObject, body: Any, *, content_type: str | None) -> None:
+    meta = instance["metadata"]
+    try:
+        if content_type is None:
+            await client.patch(INSTANCES, meta["namespace"], meta["name"], body)
+        else:
+            await client.patch(INSTANCES, meta["namespace"], meta["name"], body, content_type=content_type)
+    except ApiError as err:
+        if err.status == 404:
+            return  # gone already: nothing left to hold
+        # 409: the resourceVersion moved; 422: a JSON patch `test` failed. Either way, stale.
+        if err.status in (409, 422):
+            raise Conflict(str(err)) from err
+        raise
