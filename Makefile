@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean
+.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -38,6 +38,11 @@ unit: $(STAMP)
 
 integration: $(STAMP) binaries
 	$(BIN)/pytest -q -m integration
+
+## image: the provider image from dev/Dockerfile with buildah (no Docker, no registry; root), plus the
+## node's pause image: build/image/provider-kserve-<version>.{docker,oci}.tar
+image:
+	dev/build-image.sh all
 
 ## generate: definition/ + parameter models + rbac.py -> generated chart files and published schemas
 generate: $(STAMP)
