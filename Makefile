@@ -55,9 +55,9 @@ generate-check: $(STAMP)
 vendor-kserve-crds:
 	KSERVE_SRC=$(KSERVE_SRC) charts/provider-kserve/hack/vendor-kserve.sh
 
-## chart-deps: KServe and cert-manager subcharts; needs KSERVE_CHART_REPO and CERT_MANAGER_CHART_REPO set
+## chart-deps: the KServe and cert-manager subcharts, vendored from their Go modules (no registry)
 chart-deps:
-	HELM=$(HELM) charts/provider-kserve/hack/fetch-deps.sh
+	charts/provider-kserve/hack/vendor-chart-deps.sh
 
 helm-lint: vendor-kserve-crds
 	$(HELM) lint charts/provider-kserve
