@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image
+.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -28,6 +28,12 @@ demo: $(STAMP) binaries
 ## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd)
 test: $(STAMP) binaries lint
 	$(BIN)/pytest -q
+
+## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
+## as the chart README says, and the in-cluster checks; the host is left as it was
+e2e: $(STAMP) binaries chart-deps vendor-kserve-crds
+	dev/build-controlplane.sh node >/dev/null
+	$(BIN)/pytest -q -m e2e tests/e2e
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench

@@ -136,7 +136,7 @@ class NodeCluster:
                 service_account_admission=True,
                 authorization_modes=("Node", "RBAC"),
                 users=dict(USERS),
-                extra_apiserver_args=self._apiserver_kubelet_client(),
+                extra_apiserver_args=(*self._apiserver_kubelet_client(), *self._audit_args()),
             )
             await self.plane.start_with_crds(crd_groups, exclude)
             self._start_node(archives)
@@ -210,6 +210,38 @@ class NodeCluster:
             f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
             "--kubelet-preferred-address-types=InternalIP",
         )
+
+    def _audit_args(self) -> tuple[str, ...]:
+        """An audit log of every write (who, from which pod, when): how the end-to-end tests tell
+        which provider pod wrote what, e.g. that two never reconcile at once."""
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived"],
+                    "rules": [
+                        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+                        {"level": "None"},
+                    ],
+                }
+            )
+        )
+        return (f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-maxbackup=1")
+
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log's events so far (writes only, ResponseComplete stage)."""
+        events = []
+        with contextlib.suppress(FileNotFoundError), self.audit_log.open() as log:
+            for line in log:
+                with contextlib.suppress(ValueError):
+                    events.append(json.loads(line))
+        return events
 
     # -- node components ---------------------------------------------------------------------
 

@@ -81,10 +81,14 @@ def _mount(line: str) -> str:
 
 
 def _cgroups() -> list[str]:
+    """Top-level cgroups and anything a kubelet or runc makes anywhere (other cgroups come and go
+    with whatever else runs: a sandbox's per-command cgroups, for one)."""
     found = []
     for hierarchy in host.cgroup_hierarchies():
         for directory, _, _ in os.walk(hierarchy):
-            found.append(directory)
+            relative = Path(directory).relative_to(hierarchy)
+            if len(relative.parts) <= 1 or any(word in directory for word in ("kubepods", "provider-kserve")):
+                found.append(directory)
     return sorted(found)
 
 

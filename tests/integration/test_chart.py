@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator, Sequence
-from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -41,6 +40,7 @@ from controlplane import (
     shared_dir,
 )
 from provider import rbac
+from tests.support.helm import helm
 
 pytestmark = pytest.mark.integration
 
@@ -69,31 +69,6 @@ RBAC_RESOURCES = {
 
 
 # -- helm ----------------------------------------------------------------------------------------
-
-
-@cache
-def helm_binary() -> str:
-    """`HELM`, else the pinned build from dev/build-controlplane.sh (built once, cached)."""
-    if override := os.environ.get("HELM"):
-        return override
-    try:
-        out = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "helm"], check=True, capture_output=True, text=True, timeout=1800
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
-        stderr = getattr(err, "stderr", "") or ""
-        pytest.fail(f"could not build helm with {BUILD_SCRIPT}: {err}\n{stderr[-2000:]}", pytrace=False)
-    helm = Path(out.stdout.strip().splitlines()[-1]) / "helm"
-    if not helm.is_file():
-        pytest.fail(f"{BUILD_SCRIPT} helm did not produce {helm}", pytrace=False)
-    return str(helm)
-
-
-def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([helm_binary(), *args], capture_output=True, text=True, timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 STUB_TEMPLATE = """apiVersion: v1
