@@ -35,6 +35,12 @@ e2e: $(STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh node >/dev/null
 	$(BIN)/pytest -q -m e2e tests/e2e
 
+## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/
+## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
+demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
+	dev/build-controlplane.sh node >/dev/null
+	$(BIN)/python dev/demo_cluster.py $(DEMO_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench
 	$(BIN)/mypy
