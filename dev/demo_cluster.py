@@ -21,18 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 
-from cluster.node import NodeCluster  # noqa: E402
+from cluster.node import NodeCluster, script_output  # noqa: E402
 from controlplane import BUILD_SCRIPT, ControlPlaneError, _block_until_signal  # noqa: E402
 
 CHART = ROOT / "charts" / "provider-kserve"
 NAMESPACE = "models"  # where examples/ put their Instances
-
-
-def _last_line(*command: str) -> str:
-    proc = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise ControlPlaneError(f"{' '.join(command)} failed (exit {proc.returncode}); its log is above")
-    return proc.stdout.strip().splitlines()[-1]
 
 
 def _show(cluster: NodeCluster, title: str, *args: str) -> None:
@@ -41,7 +34,7 @@ def _show(cluster: NodeCluster, title: str, *args: str) -> None:
 
 
 def _install(cluster: NodeCluster) -> None:
-    helm = Path(_last_line("bash", str(BUILD_SCRIPT), "helm")) / "helm"
+    helm = script_output(BUILD_SCRIPT, "helm") / "helm"
     values = CHART / "values-external-kserve.yaml"
     command = [str(helm), "upgrade", "--install", "provider-kserve", str(CHART), "-n", "kserve-system",
                "--create-namespace", "--skip-crds", "-f", str(values), "--wait"]  # fmt: skip
@@ -71,7 +64,7 @@ def main() -> int:
         print("error: `make demo-cluster` runs a real node and needs root; `make demo` needs none", file=sys.stderr)
         return 1
     try:
-        image = Path(_last_line("bash", str(ROOT / "dev" / "build-image.sh"), "provider"))
+        image = script_output(ROOT / "dev" / "build-image.sh", "provider")
         cluster = NodeCluster(images=(image,))
         asyncio.run(cluster.start())
     except ControlPlaneError as err:

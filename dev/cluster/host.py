@@ -90,10 +90,13 @@ _OUR_CHAIN_PREFIXES = ("KUBE-", "CNI-")
 IPTABLES_FAMILIES = ("iptables", "ip6tables")
 
 
-def run(*args: str, check: bool = True) -> str:
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        raise ControlPlaneError(f"{' '.join(args)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+def run(*args: str, check: bool = True, timeout: float | None = None, input: str | None = None) -> str:
+    """stdout of a command; on failure ControlPlaneError with its stderr, or "" without `check`."""
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, input=input, check=False)
+    if proc.returncode != 0:
+        if check:
+            raise ControlPlaneError(f"{' '.join(args)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        return ""
     return proc.stdout
 
 

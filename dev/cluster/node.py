@@ -74,22 +74,23 @@ _STOP_GRACE = {SCHEDULER: 5.0, KUBE_PROXY: 5.0, KUBELET: 10.0}
 _WORKDIR_PREFIX = "provider-kserve-node-"
 
 
-def find_node_binaries() -> Path:
-    """kubelet, kube-proxy, kube-scheduler and kubectl (dev/build-controlplane.sh node)."""
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT), "node"], stdout=subprocess.PIPE, text=True, check=False)
+def script_output(script: Path, target: str) -> Path:
+    """The path a build script prints last (its progress goes to stderr, shown as it runs)."""
+    proc = subprocess.run(["bash", str(script), target], stdout=subprocess.PIPE, text=True, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
-        raise ControlPlaneError(f"{BUILD_SCRIPT} node failed (exit {proc.returncode}); its log is above")
+        raise ControlPlaneError(f"{script} {target} failed (exit {proc.returncode}); its log is above")
     return Path(lines[-1])
+
+
+def find_node_binaries() -> Path:
+    """kubelet, kube-proxy, kube-scheduler and kubectl (dev/build-controlplane.sh node)."""
+    return script_output(BUILD_SCRIPT, "node")
 
 
 def pause_image_archive() -> Path:
     """The pod sandbox image (dev/build-image.sh pause, cached)."""
-    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), "pause"], stdout=subprocess.PIPE, text=True, check=False)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        raise ControlPlaneError(f"{IMAGE_SCRIPT} pause failed (exit {proc.returncode}); its log is above")
-    return Path(lines[-1])
+    return script_output(IMAGE_SCRIPT, "pause")
 
 
 @dataclass(eq=False)
@@ -428,19 +429,8 @@ class NodeCluster:
 
     def kubectl(self, *args: str, check: bool = True, timeout: float = 120.0, input: str | None = None) -> str:
         """Run kubectl (the pinned build) as the admin; returns stdout ("" on failure unless check)."""
-        proc = subprocess.run(
-            [self._binary(KUBECTL), f"--kubeconfig={self.kubeconfig}", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            input=input,
-            check=False,
-        )
-        if proc.returncode != 0:
-            if check:
-                raise ControlPlaneError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
-            return ""
-        return proc.stdout
+        kubeconfig = f"--kubeconfig={self.kubeconfig}"
+        return host.run(self._binary(KUBECTL), kubeconfig, *args, check=check, timeout=timeout, input=input)
 
     @property
     def kubectl_path(self) -> str:

@@ -9,11 +9,11 @@ them into the `k8s.io` namespace the kubelet's CRI uses, and the chart runs them
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cluster.host import run
 from controlplane import ControlPlaneError, _Process
 
 # The pod sandbox image dev/build-image.sh builds from Kubernetes' pause.c. A name without a
@@ -81,33 +81,23 @@ class Containerd:
         self.process = _Process("containerd", ["containerd", "--config", str(config)], self.workdir / "containerd.log")
         self.process.start()
         deadline = time.monotonic() + timeout
-        while self.ctr("version", check=False) is None:
+        while not self.ctr("version", check=False):
             if not self.process.running():
                 raise ControlPlaneError(f"containerd exited during startup; log tail:\n{self.process.log_tail()}")
             if time.monotonic() > deadline:
                 raise ControlPlaneError(f"containerd not ready after {timeout:.0f}s:\n{self.process.log_tail()}")
             time.sleep(0.1)
 
-    def ctr(self, *args: str, check: bool = True) -> str | None:
-        proc = subprocess.run(
-            ["ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            if check:
-                raise ControlPlaneError(f"ctr {' '.join(args)} failed: {proc.stderr.strip()}")
-            return None
-        return proc.stdout
+    def ctr(self, *args: str, check: bool = True) -> str:
+        return run("ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args, check=check)
 
     def import_image(self, archive: Path) -> list[str]:
         """Import (and unpack) a docker or OCI archive; returns the image names it brought."""
-        out = self.ctr("images", "import", str(archive)) or ""
+        out = self.ctr("images", "import", str(archive))
         return re.findall(r"^unpacking (\S+) ", out, flags=re.MULTILINE)
 
     def images(self) -> list[str]:
-        return (self.ctr("images", "list", "--quiet") or "").split()
+        return self.ctr("images", "list", "--quiet").split()
 
     def stop(self, grace: float = 10.0) -> None:
         if self.process is not None:
