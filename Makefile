@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean
+.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -29,6 +29,18 @@ demo: $(STAMP) binaries
 test: $(STAMP) binaries lint
 	$(BIN)/pytest -q
 
+## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
+## as the chart README says, and the in-cluster checks; the host is left as it was
+e2e: $(STAMP) binaries chart-deps vendor-kserve-crds
+	dev/build-controlplane.sh node >/dev/null
+	$(BIN)/pytest -q -m e2e tests/e2e
+
+## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/
+## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
+demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
+	dev/build-controlplane.sh node >/dev/null
+	$(BIN)/python dev/demo_cluster.py $(DEMO_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench
 	$(BIN)/mypy
@@ -38,6 +50,11 @@ unit: $(STAMP)
 
 integration: $(STAMP) binaries
 	$(BIN)/pytest -q -m integration
+
+## image: the provider image from dev/Dockerfile with buildah (no Docker, no registry; root), plus the
+## node's pause image: build/image/provider-kserve-<version>.{docker,oci}.tar
+image:
+	dev/build-image.sh all
 
 ## generate: definition/ + parameter models + rbac.py -> generated chart files and published schemas
 generate: $(STAMP)
@@ -50,9 +67,9 @@ generate-check: $(STAMP)
 vendor-kserve-crds:
 	KSERVE_SRC=$(KSERVE_SRC) charts/provider-kserve/hack/vendor-kserve.sh
 
-## chart-deps: KServe and cert-manager subcharts; needs KSERVE_CHART_REPO and CERT_MANAGER_CHART_REPO set
+## chart-deps: the KServe and cert-manager subcharts, vendored from their Go modules (no registry)
 chart-deps:
-	HELM=$(HELM) charts/provider-kserve/hack/fetch-deps.sh
+	charts/provider-kserve/hack/vendor-chart-deps.sh
 
 helm-lint: vendor-kserve-crds
 	$(HELM) lint charts/provider-kserve

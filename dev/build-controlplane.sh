@@ -9,7 +9,7 @@
 #
 # Usage: dev/build-controlplane.sh [controlplane|node|helm|tilt|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, etcd
-#   node          kubelet, kube-scheduler, kube-proxy (same wrapper module and version)
+#   node          kubelet, kube-scheduler, kube-proxy, kubectl (same wrapper module and version)
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.34.4}"
@@ -64,6 +64,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
@@ -100,7 +101,11 @@ build_k8s_commands() { # work-dir command...
     fi
   done
   for name in "${missing[@]}"; do mv "$bin/$name.tmp" "$bin/$name"; done
-  "$bin/${missing[0]}" --version >&2
+  if [[ "${missing[0]}" == kubectl ]]; then
+    "$bin/kubectl" version --client >&2
+  else
+    "$bin/${missing[0]}" --version >&2
+  fi
 }
 
 # One build at a time per cache directory: helpers, tests and CI may call this concurrently.
@@ -120,10 +125,11 @@ build_controlplane() {
   echo "$work/bin"
 }
 
-# The node components of the node-mode cluster (and the scheduler for fake kwok nodes).
+# The node components of the node-mode cluster (and the scheduler for fake kwok nodes), and the
+# kubectl its users and end-to-end tests drive it with.
 build_node() {
   local work="$CACHE/k8s-$K8S_VERSION"
-  with_lock "$work" build_k8s_commands "$work" kubelet kube-scheduler kube-proxy
+  with_lock "$work" build_k8s_commands "$work" kubelet kube-scheduler kube-proxy kubectl
   echo "$work/bin"
 }
 

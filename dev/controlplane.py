@@ -82,6 +82,12 @@ NAMESPACE = Resource("", "v1", "namespaces", "Namespace", False)
 SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 LLM_ISVC_CONFIG = Resource("serving.kserve.io", "v1alpha2", "llminferenceserviceconfigs", "LLMInferenceServiceConfig")
 
+# The `kubernetes` Service's ClusterIP: the first address of --service-cluster-ip-range.
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+KUBERNETES_SERVICE_IP = "10.0.0.1"
+# What the controller manager runs by default: enough for the tests of a node-less control plane.
+DEFAULT_CONTROLLERS = ("garbage-collector-controller", "namespace-controller")
+
 _PR_SET_PDEATHSIG = 1
 
 # Seconds between SIGTERM and SIGKILL. kube-apiserver stops listening at once on SIGTERM but then
@@ -457,9 +463,10 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise ControlPlaneError(f"openssl {' '.join(args)} failed: {proc.stderr.strip()}")
 
 
-def _make_certs(pki: Path) -> None:
-    """A throwaway CA, an apiserver serving cert for 127.0.0.1/localhost, and the ServiceAccount
-    signing keypair. P-256 keys: generating them takes milliseconds where RSA takes seconds."""
+def _make_certs(pki: Path, address: str = "127.0.0.1") -> None:
+    """A throwaway CA, an apiserver serving cert for 127.0.0.1/localhost (and `address`), and the
+    ServiceAccount signing keypair. P-256 keys: generating them takes milliseconds where RSA takes
+    seconds."""
     if shutil.which("openssl") is None:
         raise ControlPlaneError("openssl is required to make the control plane's certificates")
     pki.mkdir(parents=True, exist_ok=True)
@@ -469,8 +476,8 @@ def _make_certs(pki: Path) -> None:
     _openssl("req", *ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
              cwd=pki)  # fmt: skip
     (pki / "apiserver.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-        "DNS:kubernetes.default.svc,IP:10.0.0.1\n"
+        f"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        f"DNS:kubernetes.default.svc,IP:{KUBERNETES_SERVICE_IP}{'' if address == '127.0.0.1' else ',IP:' + address}\n"
         "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=serverAuth\n"
     )
@@ -534,11 +541,26 @@ class ControlPlane:
     watch_cache: bool = False
     keep_dir: bool = False
     bin_dir: Path | None = None
+    # The address the API server binds, advertises and is reached at. On loopback nothing can route
+    # to the `kubernetes` Service, so its Endpoints are not reconciled; on a node-reachable address
+    # (dev/cluster's node mode) the default lease reconciler points the Service at it, as in a real
+    # cluster.
+    address: str = "127.0.0.1"
+    # kube-controller-manager's --controllers (("*",): every default controller).
+    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
+    # Off by default: nothing here runs pods, and the plugin needs the serviceaccount controller.
+    service_account_admission: bool = False
+    # ("Node", "RBAC") for a cluster with kubelets (identities in group system:nodes).
+    authorization_modes: tuple[str, ...] = ("RBAC",)
+    # More identities in the static token file: user name -> groups. Their tokens: user_tokens.
+    users: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    extra_apiserver_args: tuple[str, ...] = ()
     workdir: Path = field(init=False)
     etcd_port: int = field(init=False, default=0)
     apiserver_port: int = field(init=False, default=0)
     controller_manager_port: int = field(init=False, default=0)
     admin_token: str = field(init=False, default="")
+    user_tokens: dict[str, str] = field(init=False, default_factory=dict)
     timings: dict[str, float] = field(init=False, default_factory=dict)
     _procs: dict[str, _Process] = field(init=False, default_factory=dict)
     _peaks: dict[str, int] = field(init=False, default_factory=dict)
@@ -555,7 +577,7 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.address}:{self.apiserver_port}"
 
     @property
     def etcd_url(self) -> str:
@@ -635,14 +657,18 @@ class ControlPlane:
         self.etcd_port, peer_port = free_port(), free_port()
         self.apiserver_port = free_port()
         self.controller_manager_port = free_port()
-        _make_certs(self.workdir / "pki")
+        _make_certs(self.workdir / "pki", self.address)
         self.admin_token = secrets.token_hex(16)
         kcm_token = secrets.token_hex(16)
+        self.user_tokens = {user: secrets.token_hex(16) for user in self.users}
         # A distinct user for the controller manager so its writes are attributable; it is in
         # system:masters because the GC must delete any kind of object.
         (self.workdir / "tokens.csv").write_text(
             f"{self.admin_token},admin,admin,system:masters\n"
             f"{kcm_token},system:kube-controller-manager,kcm,system:masters\n"
+            + "".join(
+                f'{self.user_tokens[user]},{user},{user},"{",".join(groups)}"\n' for user, groups in self.users.items()
+            )
         )
         self.write_kubeconfig(self.kubeconfig, self.admin_token, user="admin")
         self.write_kubeconfig(self.workdir / "kcm.kubeconfig", kcm_token, user="kube-controller-manager")
@@ -668,26 +694,27 @@ class ControlPlane:
             [
                 str(self._bin(APISERVER)),
                 f"--etcd-servers={self.etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.address}",
+                f"--advertise-address={self.address}",
                 f"--secure-port={self.apiserver_port}",
                 f"--cert-dir={self.workdir / 'apiserver-certs'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
                 f"--token-auth-file={self.workdir / 'tokens.csv'}",
-                "--authorization-mode=RBAC",
-                # Nothing mints legacy SA token Secrets here; the plugin would reject every pod
-                # and ServiceAccount whose token it cannot find.
-                "--disable-admission-plugins=ServiceAccount",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--authorization-mode={','.join(self.authorization_modes)}",
+                # Without the serviceaccount controller the plugin would reject every pod whose
+                # ServiceAccount does not exist yet.
+                *([] if self.service_account_admission else ["--disable-admission-plugins=ServiceAccount"]),
+                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
                 "--allow-privileged=true",
                 f"--service-account-issuer={self.server}/",
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 f"--watch-cache={'true' if self.watch_cache else 'false'}",
                 # The default reconciler rejects 127.0.0.1 as an Endpoints address and logs an
-                # error every 10 s; nothing here routes to the `kubernetes` Service anyway.
-                "--endpoint-reconciler-type=none",
+                # error every 10 s; nothing routes to the `kubernetes` Service on loopback anyway.
+                *(["--endpoint-reconciler-type=none"] if self.address == "127.0.0.1" else []),
+                *self.extra_apiserver_args,
             ],
             self.workdir / "kube-apiserver.log",
         )
@@ -697,7 +724,11 @@ class ControlPlane:
                 str(self._bin(CONTROLLER_MANAGER)),
                 f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}",
                 "--leader-elect=false",
-                "--controllers=garbage-collector-controller,namespace-controller",
+                f"--controllers={','.join(self.controllers)}",
+                # For the root-CA publisher (the kube-root-ca.crt ConfigMap every pod's token
+                # volume projects) and the token controller, when they run.
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={self.controller_manager_port}",
                 f"--cert-dir={self.workdir / 'kcm-certs'}",

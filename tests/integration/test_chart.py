@@ -18,11 +18,11 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator, Sequence
-from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -40,6 +40,7 @@ from controlplane import (
     shared_dir,
 )
 from provider import rbac
+from tests.support.helm import helm
 
 pytestmark = pytest.mark.integration
 
@@ -70,35 +71,10 @@ RBAC_RESOURCES = {
 # -- helm ----------------------------------------------------------------------------------------
 
 
-@cache
-def helm_binary() -> str:
-    """`HELM`, else the pinned build from dev/build-controlplane.sh (built once, cached)."""
-    if override := os.environ.get("HELM"):
-        return override
-    try:
-        out = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "helm"], check=True, capture_output=True, text=True, timeout=1800
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
-        stderr = getattr(err, "stderr", "") or ""
-        pytest.fail(f"could not build helm with {BUILD_SCRIPT}: {err}\n{stderr[-2000:]}", pytrace=False)
-    helm = Path(out.stdout.strip().splitlines()[-1]) / "helm"
-    if not helm.is_file():
-        pytest.fail(f"{BUILD_SCRIPT} helm did not produce {helm}", pytrace=False)
-    return str(helm)
-
-
-def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([helm_binary(), *args], capture_output=True, text=True, timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
 STUB_TEMPLATE = """apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: stub-{{ .Chart.Name }}
+  name: stub-{{ .Chart.Name | lower }}
   namespace: {{ .Release.Namespace }}
 data:
   values: {{ toJson .Values | quote }}
@@ -139,7 +115,9 @@ def render(
     release: str = "provider-kserve",
     namespace: str = RELEASE_NAMESPACE,
     api_versions: Sequence[str] = (),
+    stubs: bool = False,
 ) -> list[KubeObject]:
+    """The rendered documents; the dependency stubs' ConfigMaps only with `stubs`."""
     args = ["template", release, str(chart), "--namespace", namespace]
     for value in sets:
         args += ["--set", value]
@@ -148,7 +126,8 @@ def render(
     proc = helm(*args, check=False)
     if proc.returncode != 0:
         raise RenderError(proc.stderr)
-    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    docs = [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    return [d for d in docs if stubs or not d["metadata"]["name"].startswith("stub-")]
 
 
 class RenderError(Exception):
@@ -201,13 +180,14 @@ def test_helm_lint(chart: Path) -> None:
     )
 
 
-def test_lint_fresh_checkout() -> None:
-    """A checkout without vendored files or fetched dependencies lints: Helm only warns about the
-    missing dependencies, and reports the presets' `fail` (what to run) as information."""
-    result = helm("lint", str(CHART))
+def test_lint_fresh_checkout(tmp_path: Path) -> None:
+    """A checkout without vendored files or dependencies lints: Helm only warns about the missing
+    dependencies."""
+    fresh = tmp_path / "provider-kserve"
+    vendored = ("charts", "Chart.lock", "serving.kserve.io_*.yaml", "llmisvcconfigs.yaml")
+    shutil.copytree(CHART, fresh, ignore=shutil.ignore_patterns(*vendored))
+    result = helm("lint", str(fresh))
     assert "missing these dependencies" in result.stdout
-    if not (CHART / "files" / "kserve" / "llmisvcconfigs.yaml").exists():
-        assert "make vendor-kserve-crds" in result.stdout + result.stderr
 
 
 # -- template: defaults ---------------------------------------------------------------------------
@@ -238,7 +218,8 @@ def test_template_defaults(chart: Path) -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 65532
     main = container(docs)
-    assert main["image"] == "provider-kserve:dev"
+    # `make image` tags the image with the project version, the chart's appVersion.
+    assert main["image"] == f"provider-kserve:{yaml.safe_load((CHART / 'Chart.yaml').read_text())['appVersion']}"
     assert main["securityContext"]["readOnlyRootFilesystem"] is True
     assert main["securityContext"]["allowPrivilegeEscalation"] is False
     assert main["securityContext"]["capabilities"]["drop"] == ["ALL"]
@@ -355,10 +336,11 @@ def test_every_toggle_flipped(chart: Path) -> None:
     ],
 )
 def test_dependency_toggles(chart: Path, alias: str, toggle: str, value_path: list[str]) -> None:
-    assert not [d for d in render(chart) if d["metadata"]["name"].startswith("stub-")]
-    docs = render(chart, f"{toggle}=true")
-    # Helm names an aliased subchart by its alias.
-    stub = one(docs, "ConfigMap", f"stub-{alias}")
+    # On by default, as upstream's provider chart; Helm names an aliased subchart by its alias.
+    docs = render(chart, stubs=True)
+    stub = one(docs, "ConfigMap", f"stub-{alias.lower()}")
+    name = stub["metadata"]["name"]
+    assert not [d for d in render(chart, f"{toggle}=false", stubs=True) if d["metadata"]["name"] == name]
     received = json.loads(stub["data"]["values"])
     for key in value_path:
         received = received[key]
@@ -369,6 +351,42 @@ def test_dependency_toggles(chart: Path, alias: str, toggle: str, value_path: li
         "certManager.enabled": True,
     }[toggle]
     assert received == expected
+
+
+def test_real_dependencies_on_by_default(tmp_path: Path) -> None:
+    """With the real subcharts (`make chart-deps`: vendored from the KServe and cert-manager Go
+    modules), the defaults render the KServe controllers, their serving runtimes and cert-manager;
+    values-external-kserve.yaml leaves only the provider's own objects."""
+    real = tmp_path / "provider-kserve"
+    shutil.copytree(CHART, real, ignore=shutil.ignore_patterns("charts", "Chart.lock"))
+    subprocess.run(["bash", str(real / "hack" / "vendor-chart-deps.sh"), str(real)], check=True, capture_output=True)
+    subprocess.run(
+        ["bash", str(real / "hack" / "vendor-kserve.sh"), str(real)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "KSERVE_SRC": str(shared_dir() / "crds" / "kserve")},
+    )
+    docs = render(real)
+    deployments = {d["metadata"]["name"] for d in by_kind(docs, "Deployment")}
+    assert {"kserve-controller-manager", "llmisvc-controller-manager", "provider-kserve"} <= deployments
+    assert {"cert-manager", "cert-manager-cainjector", "cert-manager-webhook"} <= deployments
+    assert by_kind(docs, "ClusterServingRuntime")
+    # Aliased subcharts name objects after the alias unless overridden ("certManager" is no name).
+    rbac_kinds = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    invalid = [
+        (d["kind"], d["metadata"]["name"])
+        for d in docs
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", d["metadata"]["name"].replace(":", "-"))
+        or (":" in d["metadata"]["name"] and d["kind"] not in rbac_kinds)
+    ]
+    assert not invalid
+    external = helm("template", "provider-kserve", str(real), "-n", RELEASE_NAMESPACE, "--skip-crds",
+                    "-f", str(real / "values-external-kserve.yaml")).stdout  # fmt: skip
+    kinds = {d["kind"] for d in yaml.safe_load_all(external) if d}
+    assert {d["metadata"]["name"] for d in yaml.safe_load_all(external) if d and d["kind"] == "Deployment"} == {
+        "provider-kserve"
+    }
+    assert not kinds & {"ClusterServingRuntime", "CustomResourceDefinition", "Certificate", "Issuer"}
 
 
 def test_ai_gateway(chart: Path) -> None:

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Builds the provider image from dev/Dockerfile without Docker or a registry (`make image`):
+# buildah on a Python base image assembled locally by mmdebstrap from Debian packages. Also builds
+# the pause image the node-mode cluster's containerd uses as its pod sandbox. Everything is cached:
+# buildah's storage (base image, layers) under $CACHE/containers, the archives under build/image/.
+#
+# Usage: dev/build-image.sh [provider|pause|all]     (default: provider)
+#   Prints the path of each archive it produced, one per line, last line the provider's.
+#   provider  build/image/provider-kserve-<tag>.docker.tar (what `ctr images import` takes) and
+#             build/image/provider-kserve-<tag>.oci.tar (the same image as an OCI archive)
+#   pause     build/image/pause.docker.tar: Kubernetes' own pause.c from the k8s.io/kubernetes
+#             module the node binaries are built from, compiled statically
+# Environment:
+#   IMAGE_TAG         the provider image's tag (default: the project version in pyproject.toml)
+#   IMAGE_BUILD_ARGS  extra `buildah bud` arguments (e.g. "--label rebuilt=1" for a changed image)
+#
+# The image is named like the chart's default `image.repository`, so `helm install` with the
+# chart's defaults runs it once it is imported into the node's containerd. The same Dockerfile
+# builds with `docker build -f dev/Dockerfile .` where Docker exists.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${PROVIDER_KSERVE_CACHE:-$HOME/.cache/provider-kserve}"
+OUT="${IMAGE_OUT:-$ROOT/build/image}"
+REPOSITORY="provider-kserve"
+SUITE="bookworm"
+# Python 3.11 and a venv are all the Dockerfile's stages need from their base.
+BASE_PACKAGES="python3,python3-venv,python-is-python3,ca-certificates"
+PAUSE_VERSION="3.10"
+PAUSE_IMAGE="provider-kserve-pause:$PAUSE_VERSION"
+
+log() { printf '[build-image] %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Debian packages of the tools, installed when root, else named.
+ensure_packages() {
+  local missing=() tool
+  declare -A package=([buildah]=buildah [mmdebstrap]=mmdebstrap [gcc]=gcc)
+  for tool in "${!package[@]}"; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
+  done
+  ((${#missing[@]} == 0)) && return
+  if [[ $EUID -ne 0 ]]; then
+    die "missing Debian packages: ${missing[*]} (install them with apt-get, or run as root)"
+  fi
+  log "installing ${missing[*]}"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# buildah with its storage in our cache, never the host's default /var/lib/containers. overlay:
+# a warm build takes seconds where vfs copies every layer (minutes), and it leaves no mount behind
+# between commands (checked by the host-state test).
+bah() {
+  buildah --root "$CACHE/containers/storage" --runroot "$CACHE/containers/run" --storage-driver overlay "$@"
+}
+
+image_exists() { bah inspect --type image "$1" >/dev/null 2>&1; }
+
+project_version() {
+  python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' \
+    "$ROOT/pyproject.toml"
+}
+
+# The host's apt sources (its mirror or proxy), so mmdebstrap fetches the way apt does here.
+host_sources() {
+  local file
+  for file in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+    [[ -s "$file" ]] && grep -qv '^\s*#' "$file" && { echo "$file"; return; }
+  done
+  die "no Debian apt sources found in /etc/apt (mmdebstrap needs a mirror)"
+}
+
+# The Python base: Debian's python3 in a minimal (essential) root filesystem, no docs or locales.
+build_base() {
+  local digest tag
+  digest=$(printf '%s %s' "$SUITE" "$BASE_PACKAGES" | sha256sum | cut -c1-12)
+  tag="provider-kserve-base:$SUITE-$digest"
+  if image_exists "$tag"; then
+    log "base image $tag cached"
+    echo "$tag"
+    return
+  fi
+  local tmp
+  tmp=$(mktemp -d -p "$WORK")
+  log "assembling $tag with mmdebstrap ($BASE_PACKAGES)"
+  mmdebstrap --quiet --variant=essential --include="$BASE_PACKAGES" \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+    --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+    "$SUITE" "$tmp/rootfs.tar" "$(host_sources)" >&2
+  local container
+  container=$(bah from --pull-never scratch)
+  bah add "$container" "$tmp/rootfs.tar" / >&2
+  bah config --cmd /usr/bin/python3 --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    "$container"
+  bah commit --quiet --rm "$container" "$tag" >/dev/null
+  echo "$tag"
+}
+
+# pip inside the build sees the host's pip configuration (`pip config list`: index, cert bundle,
+# find-links, timeouts) and the files it names, read-only; nothing of it lands in the image.
+pip_volumes() {
+  local conf="$1" line key value
+  declare -A seen=()
+  printf '[global]\n' >"$conf"
+  while IFS= read -r line; do
+    key="${line%%=*}"
+    key="${key##*.}"
+    value="${line#*=}"
+    value="${value#\'}"
+    value="${value%\'}"
+    [[ -n "${seen[$key]:-}" ]] && continue # the environment's value comes first and wins, as for pip
+    seen[$key]=1
+    printf '%s = %s\n' "$key" "$value" >>"$conf"
+    if [[ "$value" == /* && -e "$value" ]]; then printf -- '--volume=%s:%s:ro\n' "$value" "$value"; fi
+  done < <(python3 -m pip config list 2>/dev/null)
+  printf -- '--volume=%s:/etc/pip.conf:ro\n' "$conf"
+}
+
+build_provider() {
+  local base tag
+  base=$(build_base)
+  tag="${IMAGE_TAG:-$(project_version)}"
+  local tmp
+  tmp=$(mktemp -d -p "$WORK")
+  local volumes=()
+  mapfile -t volumes < <(pip_volumes "$tmp/pip.conf" | sort -u)
+  log "building $REPOSITORY:$tag from dev/Dockerfile on $base"
+  # shellcheck disable=SC2086 # IMAGE_BUILD_ARGS is a list of words on purpose
+  bah bud --quiet --layers --pull-never --isolation chroot --format docker \
+    --build-arg "PYTHON_IMAGE=$base" "${volumes[@]}" ${IMAGE_BUILD_ARGS:-} \
+    -f "$ROOT/dev/Dockerfile" --ignorefile "$ROOT/dev/Dockerfile.dockerignore" \
+    -t "$REPOSITORY:$tag" "$ROOT" >&2
+  mkdir -p "$OUT"
+  local name="$REPOSITORY-$tag" id
+  id=$(bah images --quiet --no-trunc "$REPOSITORY:$tag")
+  # Exported again only when the image changed (compressing the OCI archive takes most of a warm run).
+  if [[ "$(cat "$OUT/$name.id" 2>/dev/null)" != "$id" || ! -s "$OUT/$name.docker.tar" || ! -s "$OUT/$name.oci.tar" ]]; then
+    rm -f "$OUT/$name.id" "$OUT/$name.docker.tar" "$OUT/$name.oci.tar"
+    bah push --quiet "$REPOSITORY:$tag" "oci-archive:$OUT/$name.oci.tar:$REPOSITORY:$tag" >&2
+    bah push --quiet "$REPOSITORY:$tag" "docker-archive:$OUT/$name.docker.tar:$REPOSITORY:$tag" >&2
+    echo "$id" >"$OUT/$name.id"
+  fi
+  log "$REPOSITORY:$tag $id: $(du -h "$OUT/$name.oci.tar" | cut -f1) compressed (OCI archive)"
+  echo "$OUT/$name.docker.tar"
+}
+
+# Kubernetes' pause.c, from the same k8s.io/kubernetes module as the node binaries.
+build_pause() {
+  local archive="$OUT/pause.docker.tar"
+  if [[ -s "$archive" ]] && image_exists "$PAUSE_IMAGE"; then
+    log "pause image cached"
+    echo "$archive"
+    return
+  fi
+  local bin_dir src
+  bin_dir=$("$ROOT/dev/build-controlplane.sh" node)
+  src=$(cd "$(dirname "$bin_dir")" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c
+  [[ -f "$src" ]] || die "pause.c not found at $src"
+  local tmp
+  tmp=$(mktemp -d -p "$WORK")
+  gcc -Os -Wall -Werror -static -DVERSION="v$PAUSE_VERSION" -o "$tmp/pause" "$src"
+  strip "$tmp/pause"
+  local container
+  container=$(bah from --pull-never scratch)
+  bah copy "$container" "$tmp/pause" /pause >&2
+  bah config --entrypoint '["/pause"]' --user 65535:65535 "$container"
+  bah commit --quiet --rm --format docker "$container" "$PAUSE_IMAGE" >/dev/null
+  mkdir -p "$OUT"
+  rm -f "$archive"
+  bah push --quiet "$PAUSE_IMAGE" "docker-archive:$archive:$PAUSE_IMAGE" >&2
+  echo "$archive"
+}
+
+main() {
+  [[ $EUID -eq 0 ]] || die "building images with buildah here needs root (it runs as root in CI)"
+  ensure_packages
+  mkdir -p "$CACHE/containers"
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+  # One build at a time per cache: tests and `make image` may run concurrently.
+  exec 9>"$CACHE/containers/.lock"
+  flock 9
+  case "${1:-provider}" in
+    provider) build_provider ;;
+    pause) build_pause ;;
+    all) build_pause && build_provider ;;
+    *) echo "usage: $0 [provider|pause|all]" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"

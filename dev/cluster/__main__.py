@@ -1,0 +1,72 @@
+"""The node-mode cluster from the command line (root):
+
+    .venv/bin/python -m cluster up [--image ARCHIVE ...] [--kubeconfig-out PATH]   # until signalled
+    .venv/bin/python -m cluster check [--image ARCHIVE ...]    # start, print timings and memory, stop
+    .venv/bin/python -m cluster cleanup                        # undo what a killed cluster left behind
+
+(with `dev` on PYTHONPATH, as the Makefile sets it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cluster import host
+from cluster.node import NodeCluster
+from controlplane import ControlPlaneError, _block_until_signal, _format_rss
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cluster", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start, print `export KUBECONFIG=...`, block until signalled")
+    up.add_argument("--kubeconfig-out", type=Path, help="also write the admin kubeconfig here")
+    check = sub.add_parser("check", help="start, print timings and peak memory, stop")
+    for p in (up, check):
+        p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
+        p.add_argument("--keep", action="store_true", help="keep the work dir (logs) after stopping")
+    sub.add_parser("cleanup", help="undo the host changes of a cluster whose process died")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "cleanup":
+            with host.host_lock():
+                host.recover_orphan()
+            return 0
+        cluster = NodeCluster(images=tuple(args.image), keep_dir=args.keep)
+        asyncio.run(cluster.start())
+    except ControlPlaneError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    try:
+        if args.command == "up":
+            kubeconfig = cluster.kubeconfig
+            if args.kubeconfig_out:
+                kubeconfig = cluster.plane.write_kubeconfig(
+                    args.kubeconfig_out.resolve(), cluster.plane.admin_token, user="admin"
+                )
+            print(f"# node-mode cluster up: {cluster.plane.server}", file=sys.stderr)
+            print(f"export KUBECONFIG={kubeconfig}", flush=True)
+            _block_until_signal()
+        else:
+            for name, seconds in {**cluster.plane.timings, **cluster.timings}.items():
+                print(f"{name:>28}: {seconds:6.2f} s")
+            print(f"{'peak RSS':>28}: {_format_rss(cluster.peak_rss_kib())}")
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        try:
+            cluster.stop()
+        except ControlPlaneError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        if args.keep:
+            print(f"# kept {cluster.workdir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,476 @@
+"""`NodeCluster`: the local control plane plus one real node on this host.
+
+    cluster = NodeCluster(images=(archive,))
+    await cluster.start()          # control plane, CRDs, containerd, kubelet, kube-proxy, scheduler
+    ...                            # kubectl --kubeconfig cluster.kubeconfig ...
+    cluster.stop()                 # everything stopped, every host change undone
+
+The control plane is dev/controlplane.py's, started with what a node needs: every default
+controller (Deployments make pods, ServiceAccounts get tokens, kube-root-ca.crt is published),
+ServiceAccount admission, the Node authorizer, and the API server on the node's bridge address.
+
+Networking: one Linux bridge with the node's address, the CNI bridge plugin giving each pod a veth
+on it, kube-proxy in iptables mode. The `kubernetes` Service reaches the API server the way a real
+cluster's does: the API server binds and advertises the node's address, its lease endpoint
+reconciler writes that address into the Service's endpoints, and kube-proxy DNATs the ClusterIP
+to it. (The alternatives were all less real: binding 0.0.0.0 exposes the API server on every
+interface, and routing pods to 127.0.0.1 needs route_localnet plus a hand-made DNAT.) Nothing a
+pod sends leaves the host: a FORWARD rule drops whatever does not stay on the bridge.
+
+Needs root and Linux; host changes are recorded first and undone by stop() (see host.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster import host
+from cluster.runtime import Containerd
+from controlplane import (
+    BUILD_SCRIPT,
+    KUBERNETES_SERVICE_IP,
+    REPO_ROOT,
+    SERVICE_CLUSTER_IP_RANGE,
+    ControlPlane,
+    ControlPlaneError,
+    _http_ok,
+    _openssl,
+    _Process,
+    free_port,
+)
+
+NODE_NAME = "local-node"
+BRIDGE = "pkserve0"
+POD_SUBNET = "10.244.0.0/24"
+NODE_IP = "10.244.0.1"
+CGROUP = "provider-kserve-node"
+IMAGE_SCRIPT = REPO_ROOT / "dev" / "build-image.sh"
+
+KUBELET = "kubelet"
+KUBE_PROXY = "kube-proxy"
+SCHEDULER = "kube-scheduler"
+KUBECTL = "kubectl"
+# Identities in the API server's token file; the bootstrap RBAC policy binds the last two.
+USERS = {
+    f"system:node:{NODE_NAME}": ("system:nodes",),
+    "system:kube-proxy": (),
+    "system:kube-scheduler": (),
+}
+_STOP_GRACE = {SCHEDULER: 5.0, KUBE_PROXY: 5.0, KUBELET: 10.0}
+_WORKDIR_PREFIX = "provider-kserve-node-"
+
+
+def script_output(script: Path, target: str) -> Path:
+    """The path a build script prints last (its progress goes to stderr, shown as it runs)."""
+    proc = subprocess.run(["bash", str(script), target], stdout=subprocess.PIPE, text=True, check=False)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise ControlPlaneError(f"{script} {target} failed (exit {proc.returncode}); its log is above")
+    return Path(lines[-1])
+
+
+def find_node_binaries() -> Path:
+    """kubelet, kube-proxy, kube-scheduler and kubectl (dev/build-controlplane.sh node)."""
+    return script_output(BUILD_SCRIPT, "node")
+
+
+def pause_image_archive() -> Path:
+    """The pod sandbox image (dev/build-image.sh pause, cached)."""
+    return script_output(IMAGE_SCRIPT, "pause")
+
+
+@dataclass(eq=False)
+class NodeCluster:
+    # Image archives imported into the node before the kubelet starts (see dev/build-image.sh).
+    images: tuple[Path, ...] = ()
+    keep_dir: bool = False
+    plane: ControlPlane = field(init=False)
+    workdir: Path = field(init=False)
+    containerd: Containerd = field(init=False)
+    timings: dict[str, float] = field(init=False, default_factory=dict)
+    _bin: Path | None = field(init=False, default=None)
+    _record: host.HostChanges | None = field(init=False, default=None)
+    _procs: dict[str, _Process] = field(init=False, default_factory=dict)
+    _ports: dict[str, int] = field(init=False, default_factory=dict)
+    _lock: contextlib.ExitStack = field(init=False, default_factory=contextlib.ExitStack)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.plane.kubeconfig
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, crd_groups: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> NodeCluster:
+        """Start the node and its control plane, install the CRDs, and return once the node is
+        Ready and kube-proxy has programmed the `kubernetes` Service. Raises ControlPlaneError
+        (after undoing everything) when any part fails."""
+        if os.geteuid() != 0:
+            raise ControlPlaneError("the node-mode cluster needs root (containerd, iptables, cgroups, mounts)")
+        started = time.monotonic()
+        host.ensure_packages()
+        self._bin = find_node_binaries()
+        archives = (pause_image_archive(), *self.images)
+        self._lock.enter_context(host.host_lock())
+        try:
+            host.recover_orphan()
+            self.workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
+            self._record = host.HostChanges(str(self.workdir), BRIDGE, CGROUP)
+            self._record.save()
+            self._prepare_host()
+            self.plane = ControlPlane(
+                address=NODE_IP,
+                controllers=("*",),
+                service_account_admission=True,
+                authorization_modes=("Node", "RBAC"),
+                users=dict(USERS),
+                extra_apiserver_args=(*self._apiserver_kubelet_client(), *self._audit_args()),
+            )
+            await self.plane.start_with_crds(crd_groups, exclude)
+            self._start_node(archives)
+            await self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["total_start"] = time.monotonic() - started
+        return self
+
+    def stop(self) -> None:
+        """Stop everything and restore the host. Raises ControlPlaneError naming what could not be
+        restored (after trying all of it)."""
+        errors: list[str] = []
+        self._stop_proc(SCHEDULER)
+        try:
+            self._delete_pods()
+        except ControlPlaneError as err:
+            errors.append(f"pods: {err}")
+        self._stop_proc(KUBE_PROXY)
+        self._stop_proc(KUBELET)
+        if hasattr(self, "containerd"):
+            self.containerd.stop()
+        if hasattr(self, "plane"):
+            self.plane.stop()
+        if self._bin is not None and hasattr(self, "workdir") and shutil.which("iptables"):
+            # kube-proxy's own cleanup first: it knows its chains' order.
+            subprocess.run([self._binary(KUBE_PROXY), "--cleanup"], capture_output=True, check=False)
+        if self._record is not None:
+            errors += self._record.undo()
+            self._record = None
+        if hasattr(self, "workdir") and not self.keep_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self._lock.close()
+        if errors:
+            raise ControlPlaneError("the node's teardown left host changes behind: " + "; ".join(errors))
+
+    # -- host --------------------------------------------------------------------------------
+
+    def _prepare_host(self) -> None:
+        if any(NODE_IP in line for line in host.run("ip", "-o", "addr").splitlines()):
+            raise ControlPlaneError(f"{NODE_IP} is already configured on this host; the node needs it for {BRIDGE}")
+        host.run("ip", "link", "add", BRIDGE, "type", "bridge")
+        host.run("ip", "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE)
+        host.run("ip", "link", "set", BRIDGE, "up")
+        # Service IPs without a kube-proxy rule (yet) stay on the bridge instead of following the
+        # default route off the host.
+        host.run("ip", "route", "add", SERVICE_CLUSTER_IP_RANGE, "dev", BRIDGE)
+        host.add_forward_guard(BRIDGE)
+        # Pod -> Service -> pod on the same bridge is only NATed when bridged traffic passes iptables.
+        for name in ("net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables"):
+            with contextlib.suppress(OSError):
+                host.write_sysctl(name, "1")
+        host.make_cgroup(CGROUP)
+
+    def _apiserver_kubelet_client(self) -> tuple[str, ...]:
+        """A CA of its own for the API server's client certificate towards the kubelet (exec, logs,
+        port-forward): the kubelet accepts only that CA's certificates, nothing anonymous."""
+        pki = self.workdir / "pki"
+        pki.mkdir(parents=True)
+        ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+        _openssl("req", "-x509", *ec, "-keyout", "kubelet-client-ca.key", "-out", "kubelet-client-ca.crt",
+                 "-days", "3650", "-subj", "/CN=provider-kserve-kubelet-client-ca", cwd=pki)  # fmt: skip
+        _openssl("req", *ec, "-keyout", "apiserver-kubelet-client.key", "-out", "apiserver-kubelet-client.csr",
+                 "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client", cwd=pki)  # fmt: skip
+        _openssl("x509", "-req", "-in", "apiserver-kubelet-client.csr", "-CA", "kubelet-client-ca.crt",
+                 "-CAkey", "kubelet-client-ca.key", "-CAcreateserial", "-days", "3650",
+                 "-out", "apiserver-kubelet-client.crt", cwd=pki)  # fmt: skip
+        return (
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP",
+        )
+
+    def _audit_args(self) -> tuple[str, ...]:
+        """An audit log of every write (who, from which pod, when): how the end-to-end tests tell
+        which provider pod wrote what, e.g. that two never reconcile at once."""
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived"],
+                    "rules": [
+                        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+                        {"level": "None"},
+                    ],
+                }
+            )
+        )
+        return (f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-maxbackup=1")
+
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log's events so far (writes only, ResponseComplete stage)."""
+        events = []
+        with contextlib.suppress(FileNotFoundError), self.audit_log.open() as log:
+            for line in log:
+                with contextlib.suppress(ValueError):
+                    events.append(json.loads(line))
+        return events
+
+    # -- node components ---------------------------------------------------------------------
+
+    def _start_node(self, archives: Sequence[Path]) -> None:
+        started = time.monotonic()
+        cni_dir = self.workdir / "cni"
+        self._write_cni_config(cni_dir)
+        self.containerd = Containerd(self.workdir / "containerd", cni_dir / "net.d", host.CNI_BIN_DIR)
+        self.containerd.start()
+        for archive in archives:
+            self.import_image(archive)
+        self.timings["containerd_and_images"] = time.monotonic() - started
+        for name in (KUBELET, KUBE_PROXY, SCHEDULER):
+            self._ports[name], self._ports[f"{name}-healthz"] = free_port(), free_port()
+        self._start_proc(KUBELET, self._kubelet_args())
+        self._start_proc(KUBE_PROXY, [f"--config={self._kube_proxy_config()}"])
+        self._start_proc(
+            SCHEDULER,
+            [
+                f"--kubeconfig={self._user_kubeconfig('system:kube-scheduler')}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self._ports[f'{SCHEDULER}-healthz']}",
+                f"--cert-dir={self.workdir / 'scheduler-certs'}",
+            ],
+        )
+
+    def import_image(self, archive: Path) -> list[str]:
+        names = self.containerd.import_image(archive)
+        if not names:
+            raise ControlPlaneError(f"importing {archive} into the node brought no image")
+        return names
+
+    def _binary(self, name: str) -> str:
+        assert self._bin is not None, "start() locates the binaries first"
+        return str(self._bin / name)
+
+    def _start_proc(self, name: str, args: list[str]) -> None:
+        proc = _Process(name, [self._binary(name), *args], self.workdir / f"{name}.log")
+        self._procs[name] = proc
+        proc.start()
+
+    def _stop_proc(self, name: str) -> None:
+        if (proc := self._procs.get(name)) is not None:
+            proc.stop(_STOP_GRACE[name])
+
+    def _user_kubeconfig(self, user: str) -> Path:
+        path = self.workdir / f"{user.replace(':', '-')}.kubeconfig"
+        return self.plane.write_kubeconfig(path, self.plane.user_tokens[user], user=user)
+
+    def _write_cni_config(self, cni_dir: Path) -> None:
+        conflist = {
+            "cniVersion": "1.0.0",
+            "name": "provider-kserve",
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": BRIDGE,
+                    "isGateway": True,
+                    # Pods talk to the host and to each other only (see the FORWARD guard).
+                    "ipMasq": False,
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": POD_SUBNET, "gateway": NODE_IP}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],
+                        "dataDir": str(cni_dir / "ipam"),
+                    },
+                },
+                {"type": "portmap", "capabilities": {"portMappings": True}},
+            ],
+        }
+        (cni_dir / "net.d").mkdir(parents=True)
+        (cni_dir / "net.d" / "10-provider-kserve.conflist").write_text(json.dumps(conflist, indent=1))
+
+    def _kubelet_args(self) -> list[str]:
+        config: dict[str, Any] = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "address": NODE_IP,
+            "port": self._ports[KUBELET],
+            "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1",
+            "healthzPort": self._ports[f"{KUBELET}-healthz"],
+            "authentication": {
+                "anonymous": {"enabled": False},
+                "webhook": {"enabled": False},
+                "x509": {"clientCAFile": str(self.workdir / "pki" / "kubelet-client-ca.crt")},
+            },
+            "authorization": {"mode": "AlwaysAllow"},
+            "containerRuntimeEndpoint": self.containerd.endpoint,
+            "cgroupDriver": "cgroupfs",
+            # Everything the node runs goes under one cgroup of ours, removed at teardown.
+            "cgroupRoot": f"/{CGROUP}",
+            # This host has cgroup v1, which the 1.34 kubelet refuses unless told otherwise.
+            "failCgroupV1": False,
+            "failSwapOn": False,
+            # Root here cannot lower an oom_score_adj (no CAP_SYS_RESOURCE).
+            "oomScoreAdj": 0,
+            "clusterDomain": "cluster.local",
+            "resolvConf": "/etc/resolv.conf",
+            # Images come from archives and cannot be pulled again: never garbage-collect them, and
+            # do not evict pods because other work on a shared machine fills its disk.
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
+            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+            "podLogsDir": str(self.workdir / "pod-logs"),
+            "volumePluginDir": str(self.workdir / "volume-plugins"),
+            "maxPods": 50,
+            "serializeImagePulls": False,
+        }
+        path = self.workdir / "kubelet.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return [
+            f"--config={path}",
+            f"--kubeconfig={self._user_kubeconfig(f'system:node:{NODE_NAME}')}",
+            f"--root-dir={self.workdir / 'kubelet'}",
+            f"--cert-dir={self.workdir / 'kubelet-certs'}",
+            f"--hostname-override={NODE_NAME}",
+            f"--node-ip={NODE_IP}",
+        ]
+
+    def _kube_proxy_config(self) -> Path:
+        config = {
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+            "kind": "KubeProxyConfiguration",
+            "clientConnection": {"kubeconfig": str(self._user_kubeconfig("system:kube-proxy"))},
+            "mode": "iptables",
+            "hostnameOverride": NODE_NAME,
+            "clusterCIDR": POD_SUBNET,
+            "bindAddress": NODE_IP,
+            "healthzBindAddress": f"127.0.0.1:{self._ports[f'{KUBE_PROXY}-healthz']}",
+            "metricsBindAddress": f"127.0.0.1:{self._ports[KUBE_PROXY]}",
+            # NodePorts on the node's address only; no route_localnet for localhost NodePorts.
+            "nodePortAddresses": [f"{NODE_IP}/32"],
+            "iptables": {"localhostNodePorts": False},
+            # Zero leaves the host's conntrack sysctls as they are.
+            "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+        }
+        path = self.workdir / "kube-proxy.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    async def _wait_ready(self, timeout: float = 120.0) -> None:
+        started = time.monotonic()
+        deadline = started + timeout
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        checks = {
+            KUBELET: lambda: _http_ok(f"http://127.0.0.1:{self._ports[f'{KUBELET}-healthz']}/healthz"),
+            SCHEDULER: lambda: _http_ok(f"https://127.0.0.1:{self._ports[f'{SCHEDULER}-healthz']}/healthz", insecure),
+            # kube-proxy's healthz turns 200 once it has synced its rules.
+            KUBE_PROXY: lambda: _http_ok(f"http://127.0.0.1:{self._ports[f'{KUBE_PROXY}-healthz']}/healthz"),
+            "node Ready": self._node_ready,
+            "kubernetes Service": self._kubernetes_service_programmed,
+        }
+        for name, ready in checks.items():
+            while not ready():
+                self._check_running()
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"{name} not ready after {timeout:.0f}s; logs in {self.workdir}")
+                await asyncio.sleep(0.2)
+            self.timings[f"{name}_ready"] = time.monotonic() - started
+
+    def _check_running(self) -> None:
+        for proc in (*self._procs.values(), self.containerd.process):
+            if proc is not None and not proc.running():
+                raise ControlPlaneError(f"{proc.name} exited; log tail:\n{proc.log_tail()}")
+
+    def _node_ready(self) -> bool:
+        out = self.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
+        if not out:
+            return False
+        conditions = json.loads(out).get("status", {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def _kubernetes_service_programmed(self) -> bool:
+        return KUBERNETES_SERVICE_IP in host.run("iptables-save", "-t", "nat", check=False)
+
+    # -- clients and teardown ----------------------------------------------------------------
+
+    def kubectl(self, *args: str, check: bool = True, timeout: float = 120.0, input: str | None = None) -> str:
+        """Run kubectl (the pinned build) as the admin; returns stdout ("" on failure unless check)."""
+        kubeconfig = f"--kubeconfig={self.kubeconfig}"
+        return host.run(self._binary(KUBECTL), kubeconfig, *args, check=check, timeout=timeout, input=input)
+
+    @property
+    def kubectl_path(self) -> str:
+        return self._binary(KUBECTL)
+
+    def _delete_pods(self, timeout: float = 90.0) -> None:
+        """Delete every pod of the node through the API and wait until the kubelet has reclaimed
+        them (stopped, volumes unmounted, sandboxes and their network removed). The scheduler is
+        stopped first, so pods a controller recreates stay unbound."""
+        kubelet = self._procs.get(KUBELET)
+        if not hasattr(self, "plane") or kubelet is None or not kubelet.running():
+            return
+        selector = f"spec.nodeName={NODE_NAME}"
+        self.kubectl("delete", "pods", "--all-namespaces", "--field-selector", selector, "--grace-period=2",
+                     "--wait=false", check=False)  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while self.kubectl("get", "pods", "-A", "--field-selector", selector, "-o", "name", check=False).strip():
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"pods of {NODE_NAME} not gone {timeout:.0f}s after deletion")
+            time.sleep(0.5)
+
+    # -- measurements ------------------------------------------------------------------------
+
+    def peak_rss_kib(self) -> dict[str, int]:
+        """Peak resident set per process: the control plane's, the node's (shims and pods excluded:
+        see pod_peak_memory_bytes)."""
+        peaks = dict(self.plane.peak_rss_kib())
+        for name, proc in self._procs.items():
+            if proc.peak_kib():
+                peaks[name] = proc.peak_kib()
+        if self.containerd.peak_kib():
+            peaks["containerd"] = self.containerd.peak_kib()
+        return peaks
+
+    def pod_peak_memory_bytes(self, pod_uid: str) -> int:
+        """The pod cgroup's peak memory use (cgroup v1 memory.max_usage_in_bytes, v2 memory.peak)."""
+        for hierarchy in host.cgroup_hierarchies():
+            for pattern in (f"{CGROUP}/kubepods*/**/pod{pod_uid}", f"{CGROUP}/kubepods*/pod{pod_uid}"):
+                for pod in hierarchy.glob(pattern):
+                    for knob in ("memory.max_usage_in_bytes", "memory.peak"):
+                        if (pod / knob).exists():
+                            return int((pod / knob).read_text())
+        return 0

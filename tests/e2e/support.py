@@ -1,0 +1,158 @@
+"""Helpers of the end-to-end tests: kubectl against the node-mode cluster, the provider's pods and
+Lease, its derived objects, and the API server's audit log (who wrote what, from which pod)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cluster.node import NodeCluster
+from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE
+
+T = TypeVar("T")
+SERVICE_ACCOUNT = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}"
+POD_SELECTOR = f"app.kubernetes.io/name=provider-kserve,app.kubernetes.io/instance={RELEASE}"
+EXAMPLES_NAMESPACE = "models"
+# The KServe kind each topology becomes (named like the Instance).
+KSERVE_RESOURCE = {"llm": "llminferenceservices.serving.kserve.io", "predictor": "inferenceservices.serving.kserve.io"}
+# Writes that are not reconciling: leader election, the doctor's access reviews, events.
+_NOT_RECONCILING = {"leases", "selfsubjectaccessreviews", "events"}
+
+
+def kubectl(node: NodeCluster, *args: str, check: bool = True) -> str:
+    return node.kubectl(*args, check=check)
+
+
+def get_json(node: NodeCluster, *args: str) -> dict[str, Any]:
+    out = node.kubectl("get", *args, "-o", "json")
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 180.0, interval: float = 0.5) -> T:
+    """Poll `probe` until it returns something truthy; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def provider_pods(node: NodeCluster) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = get_json(node, "pods", "-n", RELEASE_NAMESPACE, "-l", POD_SELECTOR)["items"]
+    return pods
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    deleting = pod["metadata"].get("deletionTimestamp")
+    return not deleting and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def lease_holder(node: NodeCluster) -> str:
+    lease = get_json(node, "lease", "-n", RELEASE_NAMESPACE, f"{RELEASE}-leader")
+    holder: str = lease["spec"].get("holderIdentity") or ""
+    return holder
+
+
+def the_leader(node: NodeCluster, not_named: str = "") -> dict[str, Any]:
+    """The single Ready provider pod, once it holds the Lease (its identity is `<pod>-<n>`)."""
+
+    def probe() -> dict[str, Any] | None:
+        pods = [p for p in provider_pods(node) if ready(p) and p["metadata"]["name"] != not_named]
+        if len(pods) != 1:
+            return None
+        name = pods[0]["metadata"]["name"]
+        return pods[0] if lease_holder(node).rsplit("-", 1)[0] == name else None
+
+    return wait_for("one Ready provider pod holding the Lease", probe)
+
+
+def exec_in(node: NodeCluster, pod: str, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [node.kubectl_path, f"--kubeconfig={node.kubeconfig}", "exec", "-n", RELEASE_NAMESPACE, pod, "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def examples() -> list[Path]:
+    return sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+def instances(node: NodeCluster) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = get_json(node, "instances", "-n", EXAMPLES_NAMESPACE)["items"]
+    return items
+
+
+def derived_uids(node: NodeCluster) -> dict[str, str]:
+    """`<resource>/<name>` -> uid of each Instance's KServe object."""
+    uids = {}
+    for instance in instances(node):
+        resource = KSERVE_RESOURCE[instance["spec"]["topology"]["type"]]
+        name = instance["metadata"]["name"]
+        obj = get_json(node, resource, "-n", EXAMPLES_NAMESPACE, name)
+        uids[f"{resource}/{name}"] = obj["metadata"]["uid"]
+    return uids
+
+
+def synced(instance: dict[str, Any]) -> bool:
+    status = instance.get("status") or {}
+    conditions = status.get("conditions") or []
+    generation = instance["metadata"].get("generation")
+    return bool(status.get("phase")) and any(
+        c["type"] == "Synced" and c["status"] == "True" and c.get("observedGeneration") == generation
+        for c in conditions
+    )
+
+
+# -- the audit log -----------------------------------------------------------------------------------
+
+
+def audit_time(event: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00"))
+
+
+def provider_writes(node: NodeCluster, since: datetime | None = None) -> list[dict[str, Any]]:
+    """The provider ServiceAccount's writes (one audit event each, oldest first), each with the
+    name of the pod whose token made it (`pod`)."""
+    writes = []
+    for event in node.audit_events():
+        user = event.get("user") or {}
+        if event.get("stage") != "ResponseComplete" or user.get("username") != SERVICE_ACCOUNT:
+            continue
+        if since is not None and audit_time(event) < since:
+            continue
+        pod = ((user.get("extra") or {}).get("authentication.kubernetes.io/pod-name") or [""])[0]
+        writes.append({**event, "pod": pod})
+    return sorted(writes, key=audit_time)
+
+
+def reconciling_pods_in_order(writes: list[dict[str, Any]]) -> list[str]:
+    """The pods that wrote derived objects or Instances, in order, consecutive repeats merged:
+    [A, B] is a handover, [A, B, A] would be two pods reconciling at once."""
+    order: list[str] = []
+    for write in writes:
+        if (write.get("objectRef") or {}).get("resource") in _NOT_RECONCILING:
+            continue
+        if not order or order[-1] != write["pod"]:
+            order.append(write["pod"])
+    return order
+
+
+def remember_pod_memory(node: NodeCluster) -> None:
+    """The peak memory of the provider pods still there, kept as a figure for the summary."""
+    for pod in provider_pods(node):
+        peak = node.pod_peak_memory_bytes(pod["metadata"]["uid"])
+        current = MEASUREMENTS.get("provider_pod_peak_mib", 0)
+        MEASUREMENTS["provider_pod_peak_mib"] = max(current, round(peak / 2**20, 1))
