@@ -358,8 +358,8 @@ class LlmTopologyParameters(_Params):
         default=None,
         alias="tokenLimitPerHour",
         le=INT32_MAX,
-        description="Tokens per user and hour on the Envoy AI Gateway; 1000 when the gateway enforces quotas "
-        "and this is unset.",
+        description="Tokens per user and hour for each served model (the base model and every LoRA adapter) "
+        "on the Envoy AI Gateway; 1000 when the gateway enforces quotas and this is unset.",
         json_schema_extra={"minimum": 1},
     )
     enable_prefill: Flag = Field(default=False, alias="enablePrefill", description="Prefill/decode disaggregation.")

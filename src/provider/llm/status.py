@@ -173,7 +173,7 @@ def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_in
                     TOKEN_LIMIT,
                     "True",
                     "Enforced",
-                    f"{inputs.topology.token_limit_per_hour} tokens per user and hour "
+                    f"{inputs.topology.token_limit_per_hour} tokens per user and hour for each served model "
                     f"(BackendTrafficPolicy {names.token_limit_name(inputs.name)})",
                 )
             )

@@ -414,7 +414,10 @@ def test_token_limit_enforced() -> None:
         topology={**AI, "tokenLimitPerHour": 500},
     )
     assert condition(report, "TokenLimit") == Condition(
-        "TokenLimit", "True", "Enforced", "500 tokens per user and hour (BackendTrafficPolicy chat-token-limit)"
+        "TokenLimit",
+        "True",
+        "Enforced",
+        "500 tokens per user and hour for each served model (BackendTrafficPolicy chat-token-limit)",
     )
 
 
