@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from .builders import MODEL_URI, desired, llmisvc_spec, settings
 
 HF = settings(hf_token_secret_name="hf-token")
@@ -93,6 +95,13 @@ def test_kv_cache_space_on_cpu() -> None:
 
 def test_kv_cache_space_ignored_on_gpu() -> None:
     assert "template" not in llmisvc_spec({"kvCacheSpaceGi": 6})
+
+
+@pytest.mark.parametrize("requested", [0, -3, -(2**31)])
+def test_kv_cache_space_below_one_is_raised_to_one(requested: int) -> None:
+    """The Go provider clamped it to 1 and served; rejecting it would fail Instances that ran there."""
+    container = llmisvc_spec({"computeProfile": "cpu", "kvCacheSpaceGi": requested})["template"]["containers"][0]
+    assert container["env"] == [{"name": "VLLM_CPU_KVCACHE_SPACE", "value": "1"}]
 
 
 def test_component_image_overrides_main_container() -> None:
