@@ -66,8 +66,8 @@ def test_resources_limits_mirrored_into_requests_on_gpu() -> None:
     assert container == {
         "name": "main",
         "resources": {
-            "limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": 1},
-            "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": 1},
+            "limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"},
+            "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"},
         },
     }
 
@@ -78,9 +78,28 @@ def test_explicit_requests_are_kept() -> None:
     assert container["resources"]["requests"] == {"cpu": "2", "memory": "16Gi"}
 
 
-def test_float_quantities_become_strings() -> None:
-    container = llmisvc_spec(component={"resources": {"limits": {"cpu": 0.5}}})["template"]["containers"][0]
-    assert container["resources"]["limits"] == {"cpu": "0.5"}
+def test_quantities_are_canonical_strings() -> None:
+    """As a typed Go client writes them: YAML floats and ints become strings, then canonical form."""
+    limits = {"cpu": 0.5, "memory": "1024Mi", "ephemeral-storage": 10, "nvidia.com/gpu": "1", "example.com/x": "1000"}
+    requests = {"cpu": "0.25", "memory": "1.5Gi"}
+    resources = {"limits": limits, "requests": requests}
+    container = llmisvc_spec(component={"resources": resources})["template"]["containers"][0]
+    assert container["resources"] == {
+        "limits": {
+            "cpu": "500m",
+            "memory": "1Gi",
+            "ephemeral-storage": "10",
+            "nvidia.com/gpu": "1",
+            "example.com/x": "1k",
+        },
+        "requests": {
+            "cpu": "250m",
+            "memory": "1536Mi",
+            "ephemeral-storage": "10",
+            "nvidia.com/gpu": "1",
+            "example.com/x": "1k",
+        },
+    }
 
 
 def test_cpu_profile_preset_is_first_base_ref() -> None:
