@@ -26,10 +26,11 @@ from actors.owned import OwnedIndex, OwnedRef, owned_ref
 from actors.ownership import LABEL_PROVIDER
 from actors.packed import PackedObjects, pack
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
-from actors.reconciler import InstanceReconciler, RuntimeConfig, version_problem
+from actors.reconciler import InstanceReconciler, RuntimeConfig
 from actors.resources import CRDS, INSTANCES, PROVIDERS
 from actors.shared import SharedActors
 from actors.validation import validation_app
+from actors.versions import effective_bundle, version_problem
 
 log = structlog.get_logger("actors.manager")
 
@@ -258,6 +259,22 @@ class Manager:
             self.providers.pop(key, None)
         else:
             self.providers[key] = new
+        if (old or {}).get("spec") == (new or {}).get("spec"):
+            return
+        # A failed version check is not retried by itself (bad input waits for an edit): rerun the
+        # Instances whose check or bundle this change decides differently, e.g. a bundle the
+        # upgraded Provider now defines, or the Provider appearing at all. Instances with a frozen
+        # status.version keep their bundle and are left alone.
+        before, after = ({key: old} if old else {}), ({key: new} if new else {})
+
+        def affected(obj: KubeObject) -> bool:
+            return version_problem(obj, before) != version_problem(obj, after) or effective_bundle(
+                obj, before
+            ) != effective_bundle(obj, after)
+
+        woken = self.wake_matching(affected)
+        if woken:
+            log.info("Provider changed, rechecking version bundles", provider=key, instances=woken)
 
     def _owned_changed(self, key: str, old: OwnedRef | None, new: OwnedRef | None) -> None:
         self.index.update(old, new)

@@ -11,12 +11,10 @@ and deletion waits until every object we own is gone.
 from __future__ import annotations
 
 import base64
-import copy
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 import structlog
@@ -43,6 +41,7 @@ from actors.ownership import FINALIZER, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_
 from actors.resources import INSTANCES, SECRETS
 from actors.shared import SharedActors
 from actors.status import compose_status
+from actors.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
 tracer = trace.get_tracer("actors.reconciler")
@@ -61,24 +60,6 @@ class RuntimeConfig:
     field_manager: str
     poll_not_ready: float = 60.0
     status_connection_supported: bool = False
-
-
-def provider_spec(instance: KubeObject, providers: Mapping[str, KubeObject]) -> dict[str, Any] | None:
-    name = (instance.get("spec") or {}).get("providerRef", {}).get("name", "")
-    provider = providers.get(name)
-    return provider.get("spec") if provider else None
-
-
-def version_problem(instance: KubeObject, providers: Mapping[str, KubeObject]) -> str | None:
-    """The Go runtime's version-bundle check, with its exact message."""
-    spec = instance.get("spec") or {}
-    wanted = spec.get("version")
-    if not wanted:
-        return None
-    names = [v.get("name") for v in (provider_spec(instance, providers) or {}).get("versions") or []]
-    if wanted not in names:
-        return f'version "{wanted}" is not defined by provider "{spec.get("providerRef", {}).get("name", "")}"'
-    return None
 
 
 class InstanceReconciler:
@@ -171,11 +152,13 @@ class InstanceReconciler:
                 StatusReport(Phase.FAILED, problem),
                 runtime=[Condition(COND_VALID, "False", "ValidationFailed", problem)],
             )
-            # Bad input is not retried hot: the next spec change (a watch event) runs us again.
-            return Outcome()
+            # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
+            # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
+            # is retried with backoff, as the Go runtime does.
+            return Outcome(failed=awaiting_provider(instance, self.providers))
 
-        bundle = self._bundle_name(instance)
-        resolved = self._resolve_versions(instance, bundle)
+        bundle = effective_bundle(instance, self.providers)
+        resolved = resolve_versions(instance, self.providers, bundle)
         ctx = ReconcileContext(instance=resolved, client=self.client, shared=self.shared, available=ctx.available)
         valid = Condition(COND_VALID, "True", "Validated", "")
         try:
@@ -286,32 +269,6 @@ class InstanceReconciler:
         self._secret_digest.pop(key, None)
         log.info("cleanup complete, finalizer removed")
         return Outcome()
-
-    # -- versions -------------------------------------------------------------------------
-
-    def _provider_spec(self, instance: KubeObject) -> dict[str, Any] | None:
-        return provider_spec(instance, self.providers)
-
-    def _bundle_name(self, instance: KubeObject) -> str | None:
-        spec = self._provider_spec(instance) or {}
-        explicit = instance["spec"].get("version") or (instance.get("status") or {}).get("version")
-        if explicit:
-            return str(explicit)
-        default = next((v for v in spec.get("versions") or [] if v.get("default")), None)
-        return str(default["name"]) if default else None
-
-    def _resolve_versions(self, instance: KubeObject, bundle: str | None) -> KubeObject:
-        """A copy with empty component versions filled from the bundle (stored object untouched)."""
-        resolved = copy.deepcopy(instance)
-        if not bundle:
-            return resolved
-        spec = self._provider_spec(instance) or {}
-        entry = next((v for v in spec.get("versions") or [] if v.get("name") == bundle), None)
-        for name, version in ((entry or {}).get("components") or {}).items():
-            component = (resolved["spec"].get("components") or {}).get(name)
-            if isinstance(component, dict) and not component.get("version"):
-                component["version"] = version
-        return resolved
 
     # -- status ---------------------------------------------------------------------------
 
