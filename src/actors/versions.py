@@ -27,8 +27,13 @@ from actors.interface import KubeObject
 from actors.resources import PROVIDERS
 
 
+def _field(obj: Any, key: str) -> Any:
+    """obj[key] when obj is a mapping: the validation endpoint and render see documents as written."""
+    return obj.get(key) if isinstance(obj, Mapping) else None
+
+
 def provider_name(instance: KubeObject) -> str:
-    return str(((instance.get("spec") or {}).get("providerRef") or {}).get("name") or "")
+    return str(_field(_field(_field(instance, "spec"), "providerRef"), "name") or "")
 
 
 def provider_spec(instance: KubeObject, providers: Mapping[str, KubeObject]) -> dict[str, Any] | None:
@@ -46,12 +51,12 @@ def bundle_names(spec: Mapping[str, Any] | None) -> list[str]:
 
 def awaiting_provider(instance: KubeObject, providers: Mapping[str, KubeObject]) -> bool:
     """The version check cannot be made yet: the Instance asks for a bundle of an unknown Provider."""
-    return bool((instance.get("spec") or {}).get("version")) and provider_spec(instance, providers) is None
+    return bool(_field(_field(instance, "spec"), "version")) and provider_spec(instance, providers) is None
 
 
 def version_problem(instance: KubeObject, providers: Mapping[str, KubeObject]) -> str | None:
     """Why the Instance's version bundle cannot be used, or None."""
-    wanted = (instance.get("spec") or {}).get("version")
+    wanted = _field(_field(instance, "spec"), "version")
     name = provider_name(instance)
     spec = provider_spec(instance, providers)
     if wanted not in (None, ""):
@@ -65,7 +70,7 @@ def version_problem(instance: KubeObject, providers: Mapping[str, KubeObject]) -
         if wanted not in bundle_names(spec):
             return f'version "{wanted}" is not defined by provider "{name}"'
         return None
-    frozen = (instance.get("status") or {}).get("version")
+    frozen = _field(_field(instance, "status"), "version")
     if frozen and spec is not None and frozen not in bundle_names(spec):
         return (
             f'version bundle "{frozen}" not found in provider spec (status.version, frozen when the Instance '
@@ -75,7 +80,7 @@ def version_problem(instance: KubeObject, providers: Mapping[str, KubeObject]) -
 
 
 def effective_bundle(instance: KubeObject, providers: Mapping[str, KubeObject]) -> str | None:
-    explicit = (instance.get("spec") or {}).get("version") or (instance.get("status") or {}).get("version")
+    explicit = _field(_field(instance, "spec"), "version") or _field(_field(instance, "status"), "version")
     if explicit:
         return str(explicit)
     spec = provider_spec(instance, providers) or {}
@@ -91,7 +96,7 @@ def resolve_versions(instance: KubeObject, providers: Mapping[str, KubeObject], 
     spec = provider_spec(instance, providers) or {}
     entry = next((v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("name") == bundle), None)
     for name, version in ((entry or {}).get("components") or {}).items():
-        component = ((resolved.get("spec") or {}).get("components") or {}).get(name)
+        component = _field(_field(_field(resolved, "spec"), "components"), name)
         if isinstance(component, dict) and not component.get("version"):
             component["version"] = version
     return resolved
