@@ -268,9 +268,7 @@ class Manager:
         before, after = ({key: old} if old else {}), ({key: new} if new else {})
 
         def affected(obj: KubeObject) -> bool:
-            return version_problem(obj, before) != version_problem(obj, after) or effective_bundle(
-                obj, before
-            ) != effective_bundle(obj, after)
+            return any(decide(obj, before) != decide(obj, after) for decide in (version_problem, effective_bundle))
 
         woken = self.wake_matching(affected)
         if woken:
