@@ -8,7 +8,7 @@ deployment's source; `tests/integration/test_render_values.py` renders it with `
 range of values and proves the two agree variable by variable.
 
 `load_values` merges values files over the chart's own values.yaml as Helm does: mappings merge key
-by key, anything else replaces, and a `null` deletes the key (so the chart's default applies no
+by key, anything else replaces, and a `null` deletes a key the chart defines (its default applies no
 longer). Plain `extraEnv` entries are applied after the chart's variables, as in the pod, where the
 last definition of a variable wins; `valueFrom` entries cannot be resolved offline and are skipped.
 """
@@ -51,14 +51,16 @@ class ValuesError(ValueError):
     """A values file that cannot be read as Helm values."""
 
 
-def merge_values(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`override` over `base` with Helm's rules (maps merge, null deletes, the rest replaces)."""
+def merge_values(base: Mapping[str, Any], override: Mapping[str, Any], *, defaults: bool = True) -> dict[str, Any]:
+    """`override` over `base` with Helm's rules: maps merge key by key, anything else replaces.
+    Over the chart's defaults (`defaults`), a null deletes a key they define and stays null
+    otherwise; between values files it is just a value."""
     out = dict(base)
     for key, value in override.items():
-        if value is None:
-            out.pop(key, None)
+        if value is None and defaults and key in out:
+            del out[key]
         elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge_values(out[key], value)
+            out[key] = merge_values(out[key], value, defaults=defaults)
         else:
             out[key] = value
     return out
@@ -77,11 +79,12 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def load_values(chart: Path, files: Iterable[Path]) -> dict[str, Any]:
-    """The chart's values.yaml with `files` merged over it in order. Raises OSError, ValuesError."""
-    values = _read(chart / "values.yaml")
+    """The chart's values.yaml with `files` merged over it, later files winning (as `helm -f`).
+    Raises OSError, ValuesError."""
+    supplied: dict[str, Any] = {}
     for path in files:
-        values = merge_values(values, _read(path))
-    return values
+        supplied = merge_values(supplied, _read(path), defaults=False)
+    return merge_values(_read(chart / "values.yaml"), supplied)
 
 
 def _get(values: Mapping[str, Any], dotted: str) -> Any:
@@ -91,10 +94,11 @@ def _get(values: Mapping[str, Any], dotted: str) -> Any:
     return node
 
 
-def _text(value: Any) -> str:
-    """A value as Go's templates print it (`toString`, or a scalar in `{{ }}`)."""
+def _text(value: Any, *, nil: str = "") -> str:
+    """A value as Go's templates print it: a missing or null value is empty (`quote`, a plain
+    `{{ }}`), except through `toString`, which prints `<nil>` (pass `nil="<nil>"`)."""
     if value is None:
-        return ""
+        return nil
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
@@ -130,9 +134,9 @@ def deployment_env(values: Mapping[str, Any], *, release: str, namespace: str) -
         "HF_TOKEN_SECRET_NAME": _text(_get(values, "huggingface.tokenSecretName")),
         LORA_CATALOG_ENV: _json(_get(values, "loraAdapters") or []),
         MODEL_CATALOG_ENV: _json(_get(values, "models") or []),
-        "ENABLE_POD_MONITOR": _text(_get(values, "metrics.podMonitor.enabled")),
+        "ENABLE_POD_MONITOR": _text(_get(values, "metrics.podMonitor.enabled"), nil="<nil>"),
         "POD_MONITOR_INTERVAL": _text(_get(values, "metrics.podMonitor.interval")),
-        "AI_GATEWAY_ENABLED": _text(_get(values, "aiGateway.enabled")),
+        "AI_GATEWAY_ENABLED": _text(_get(values, "aiGateway.enabled"), nil="<nil>"),
         "AI_GATEWAY_NAME": _trunc(f"{fullname(values, release)}-ai-gateway"),
         "AI_GATEWAY_NAMESPACE": namespace,
         "AI_GATEWAY_SCHEME": "https" if tls else _text(_get(values, "aiGateway.scheme")),
@@ -142,7 +146,7 @@ def deployment_env(values: Mapping[str, Any], *, release: str, namespace: str) -
     }
     otel = _get(values, "otel") or {}
     for key in sorted(otel):
-        env[str(key)] = _text(otel[key])
+        env[str(key)] = _text(otel[key], nil="<nil>")
     for entry in _get(values, "extraEnv") or []:
         if isinstance(entry, Mapping) and "name" in entry and "valueFrom" not in entry:
             env[str(entry["name"])] = _text(entry.get("value"))

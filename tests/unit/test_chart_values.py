@@ -17,8 +17,15 @@ CHART = Path(__file__).resolve().parents[2] / "charts" / "provider-kserve"
 
 def test_merge_values_like_helm() -> None:
     base = {"a": {"b": 1, "c": 2}, "list": [1, 2], "gone": {"x": 1}, "scalar": 1}
-    override = {"a": {"c": 3, "d": 4}, "list": [3], "gone": None, "scalar": {"now": "a map"}}
-    assert merge_values(base, override) == {"a": {"b": 1, "c": 3, "d": 4}, "list": [3], "scalar": {"now": "a map"}}
+    override = {"a": {"c": 3, "d": 4, "e": None}, "list": [3], "gone": None, "scalar": {"now": "a map"}}
+    # Over the chart's defaults a null deletes what they define, and stays null where they do not.
+    assert merge_values(base, override) == {
+        "a": {"b": 1, "c": 3, "d": 4, "e": None},
+        "list": [3],
+        "scalar": {"now": "a map"},
+    }
+    # Between values files a null is a value like any other (it deletes once merged over the chart).
+    assert merge_values({"gone": {"x": 1}}, {"gone": None}, defaults=False) == {"gone": None}
 
 
 def test_load_values_merges_files_in_order(tmp_path: Path) -> None:

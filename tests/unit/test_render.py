@@ -278,17 +278,20 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`render … | head`: no BrokenPipeError traceback, the status of a process killed by SIGPIPE."""
     many = "---\n".join(instance_yaml(f"i{n}") for n in range(300))
     script = "import sys; from provider.cli import main; sys.exit(main())"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script, "render", write(tmp_path, many)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={k: v for k, v in os.environ.items() if k not in CHART_ENV},
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(100)
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141
+    with (tmp_path / "stderr").open("w+b") as stderr:  # a file: a full stderr pipe could block the child
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, "render", write(tmp_path, many)],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env={k: v for k, v in os.environ.items() if k not in CHART_ENV},
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.read(100)
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == 141
+        stderr.seek(0)
+        err = stderr.read().decode()
+    assert "render: PodMonitor default/i299-metrics needs CRD" in err  # it got that far
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
