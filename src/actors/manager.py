@@ -30,7 +30,7 @@ from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 from actors.reconciler import InstanceReconciler, RuntimeConfig, provider_ref_name
 from actors.resources import CRDS, INSTANCES, PROVIDERS, SECRETS
 from actors.shared import SharedActors
-from actors.versions import version_problem
+from actors.versions import effective_bundle, version_problem
 
 log = structlog.get_logger("actors.manager")
 
@@ -297,6 +297,20 @@ class Manager:
             self.providers.pop(key, None)
         else:
             self.providers[key] = new
+        if (old or {}).get("spec") == (new or {}).get("spec"):
+            return
+        # A failed version check is not retried by itself (bad input waits for an edit): rerun the
+        # Instances whose check or bundle this change decides differently, e.g. a bundle the
+        # upgraded Provider now defines, or the Provider appearing at all. Instances with a frozen
+        # status.version keep their bundle and are left alone.
+        before, after = ({key: old} if old else {}), ({key: new} if new else {})
+
+        def affected(obj: KubeObject) -> bool:
+            return any(decide(obj, before) != decide(obj, after) for decide in (version_problem, effective_bundle))
+
+        woken = self.wake_matching(affected)
+        if woken:
+            log.info("Provider changed, rechecking version bundles", provider=key, instances=woken)
 
     def _owned_changed(self, key: str, old: OwnedRef | None, new: OwnedRef | None) -> None:
         self.index.update(old, new)

@@ -43,7 +43,7 @@ from actors.owned import OwnedIndex
 from actors.ownership import LABEL_PROVIDER
 from actors.shared import SharedActors
 from actors.status_writer import StatusWriter
-from actors.versions import bundle_name, resolve_versions, version_problem
+from actors.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
 tracer = trace.get_tracer("actors.reconciler")
@@ -168,8 +168,10 @@ class InstanceReconciler:
                 StatusReport(Phase.FAILED, problem),
                 runtime=[Condition(COND_VALID, "False", "ValidationFailed", problem)],
             )
-            # Bad input is not retried hot: the next spec change (a watch event) runs us again.
-            return Outcome()
+            # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
+            # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
+            # is retried with backoff, as the Go runtime does.
+            return Outcome(failed=awaiting_provider(instance, self.providers))
         return await self._sync(instance)
 
     async def _problem(self, key: str, instance: KubeObject) -> str | None:
@@ -186,8 +188,8 @@ class InstanceReconciler:
 
     async def _sync(self, instance: KubeObject) -> Outcome:
         meta = instance["metadata"]
-        bundle = bundle_name(instance, self.providers)
-        ctx = self._context(resolve_versions(instance, bundle, self.providers))
+        bundle = effective_bundle(instance, self.providers)
+        ctx = self._context(resolve_versions(instance, self.providers, bundle))
         valid = Condition(COND_VALID, "True", "Validated", "")
         try:
             with self._step("sync"):

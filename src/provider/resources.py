@@ -1,15 +1,17 @@
-"""The llmEngine component's `resources` (core/v1 ResourceRequirements): checked, then mirrored.
+"""A component's `resources` (core/v1 ResourceRequirements): checked, canonicalised, then mirrored.
 
 Limits are mirrored into requests for every compute profile (Guaranteed QoS; the Go provider did it
 for cpu only, kserve-behavior §10.22): KServe merges our `main` container over its preset's, and
 without requests the preset's defaults would survive the merge and could exceed the user's limits.
 Explicit requests are kept. Quantities are checked here because the LLMInferenceService is applied
-with server-side apply, where a malformed quantity fails the whole apply far from the field.
+with server-side apply, where a malformed quantity fails the whole apply far from the field, and
+written in Kubernetes' canonical form (`0.5` → `500m`, `1024Mi` → `1Gi`, `10` → `"10"`,
+provider.quantity) as the Go provider's typed objects were, so they diff cleanly against what other
+Kubernetes tools write.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,11 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from actors.interface import ValidationFailed
 from provider.errors import first_error_message
 from provider.field_rules import check_qualified_name
+from provider.quantity import MAX_LENGTH, QuantityError, canonical_quantity
 
-# The quantity pattern of the Kubernetes CRD schemas (resources.limits/requests).
-QUANTITY_PATTERN: Final = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
 _INVALID: Final = "is not a valid quantity (e.g. 500m, 1, 2Gi)"
 
 
@@ -40,19 +39,21 @@ class _Requirements(BaseModel):
     claims: list[_Claim] = Field(default_factory=list)
 
 
-def _quantity(where: str, value: Any) -> str | int:
-    # YAML reads `cpu: 0.5` as a float, which an int-or-string schema rejects: send it as a string.
-    if isinstance(value, float) and value >= 0:
-        value = format(value, "g")
-    if isinstance(value, bool) or not isinstance(value, str | int):
+def _quantity(where: str, value: Any) -> str:
+    """`value` as its canonical quantity string. YAML reads `cpu: 0.5` as a float and `cpu: 2` as an
+    int; both become strings (`500m`, `"2"`), as Kubernetes writes them."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ValidationFailed(f"{where}: {value!r} {_INVALID}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValidationFailed(f"{where}: {value} must not be negative")
-        return value
-    if not re.fullmatch(QUANTITY_PATTERN, value) or value.startswith("-"):
-        raise ValidationFailed(f"{where}: {value!r} {_INVALID}")
-    return value
+    # repr, not str formatting: the shortest text that reads back as the same float (0.1234567 stays).
+    text = repr(value) if isinstance(value, float) else str(value)
+    if text.startswith("-"):
+        raise ValidationFailed(f"{where}: {text} must not be negative")
+    if len(text) > MAX_LENGTH:
+        raise ValidationFailed(f"{where}: a quantity has at most {MAX_LENGTH} characters (e.g. 500m, 1, 2Gi)")
+    try:
+        return canonical_quantity(text)
+    except QuantityError:
+        raise ValidationFailed(f"{where}: {value!r} {_INVALID}") from None
 
 
 def container_resources(raw: dict[str, Any] | None, prefix: str) -> dict[str, Any]:

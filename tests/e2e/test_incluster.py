@@ -6,6 +6,7 @@ on the state the previous one left: installed, examples applied, upgraded, reins
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import urllib.request
 import uuid
@@ -131,11 +132,11 @@ def test_examples_reconciled_by_the_pod(node: NodeCluster, release: str) -> None
 
 # -- 3 --------------------------------------------------------------------------------------------
 
-_LIST_SECRETS = """
+_LIST_CONFIGMAPS = """
 import os, ssl, urllib.error, urllib.request
 sa = "/var/run/secrets/kubernetes.io/serviceaccount"
 request = urllib.request.Request(
-    f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}/api/v1/secrets",
+    f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}/api/v1/configmaps",
     headers={"Authorization": "Bearer " + open(f"{sa}/token").read()},
 )
 try:
@@ -156,8 +157,8 @@ def test_doctor_in_the_pod_and_rbac_denies_the_rest(node: NodeCluster, release: 
     assert rows and all(row[1] in ("ok", "present") for row in rows), doctor.stdout
     assert any(row[0] == "permission" for row in rows)
     assert "required checks ok" in doctor.stdout
-    # The chart grants no list on Secrets: the pod's own token is refused.
-    denied = exec_in(node, leader, "python", "-c", _LIST_SECRETS)
+    # The chart grants nothing on ConfigMaps: the pod's own token is refused.
+    denied = exec_in(node, leader, "python", "-c", _LIST_CONFIGMAPS)
     assert denied.stdout.strip() == "403", denied.stderr
     identity = f"system:serviceaccount:{RELEASE_NAMESPACE}:{release}"
     can = subprocess.run(
@@ -180,14 +181,26 @@ def test_doctor_in_the_pod_and_rbac_denies_the_rest(node: NodeCluster, release: 
 # -- 4 --------------------------------------------------------------------------------------------
 
 
-def _http(url: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
+def _http(url: str, body: dict[str, Any] | None = None, token: str | None = None) -> tuple[int, str]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, headers=headers)
+    # The metrics endpoint's certificate is the provider's own self-signed one (metrics.tlsSecretName
+    # unset), as Prometheus scrapes it with insecureSkipVerify.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+def _ok(answer: tuple[int, str]) -> tuple[int, str] | None:
+    return answer if answer[0] == 200 else None
 
 
 def test_endpoints_answer_through_the_service(node: NodeCluster, release: str) -> None:
@@ -198,7 +211,19 @@ def test_endpoints_answer_through_the_service(node: NodeCluster, release: str) -
     base = f"http://{ip}:{ports['http']}"
     for path in ("/healthz", "/readyz"):
         assert _http(base + path)[0] == 200, path
-    status, metrics = _http(f"http://{ip}:{ports['metrics']}/metrics")
+    # metrics.protection rbac (the default): HTTPS, and only a token allowed to get /metrics.
+    metrics_url = f"https://{ip}:{ports['metrics']}/metrics"
+    assert _http(metrics_url)[0] == 401
+    kubectl(node, "create", "serviceaccount", "scraper", "-n", RELEASE_NAMESPACE)
+    kubectl(node, "create", "serviceaccount", "stranger", "-n", RELEASE_NAMESPACE)
+    kubectl(
+        node, "create", "clusterrolebinding", "e2e-scraper", f"--clusterrole={release}-metrics-reader",
+        f"--serviceaccount={RELEASE_NAMESPACE}:scraper",
+    )  # fmt: skip
+    stranger = kubectl(node, "create", "token", "stranger", "-n", RELEASE_NAMESPACE).strip()
+    assert _http(metrics_url, token=stranger)[0] == 403
+    scraper = kubectl(node, "create", "token", "scraper", "-n", RELEASE_NAMESPACE).strip()
+    status, metrics = wait_for("/metrics for the scraper", lambda: _ok(_http(metrics_url, token=scraper)))
     assert status == 200 and "provider_reconciles_total" in metrics
     instance = yaml.safe_load((ROOT / "examples" / "instance-predictor.yaml").read_text())
     status, answer = _http(base + "/validate", {"operation": "CREATE", "object": instance})

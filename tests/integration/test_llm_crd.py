@@ -265,6 +265,29 @@ def test_the_knob_cases_render_every_kind() -> None:
     # Gateway routing keeps the HF token away (KServe owns the pods' ServiceAccount): no model-puller.
     assert set(gateway) == {"LLMInferenceService", "PodMonitor", "AIGatewayRoute", "BackendTrafficPolicy"}
     assert gateway["AIGatewayRoute"]["spec"]["rules"][0]["matches"][2]["headers"][0]["value"] == "qwen2.5-0.5b-maestro"
+    assert len(gateway["BackendTrafficPolicy"]["spec"]["rateLimit"]["global"]["rules"]) == 3
+
+
+async def test_token_quota_per_user_and_model_on_the_envoy_gateway_crd(kube: KubeClient, namespace: str) -> None:
+    """The rendered BackendTrafficPolicy of an Instance with two catalog adapters passes the real
+    Envoy Gateway CRD (schema and CEL rules) and is stored with one rule per served model, each
+    keyed by the user (Distinct x-user-id) and that model (Exact x-ai-eg-model)."""
+    body = copy.deepcopy(GATEWAY_KNOBS)
+    body["metadata"]["namespace"] = namespace
+    instance = await kube.create(INSTANCES, body)
+    (policy,) = [o for o in rendered(GATEWAY_KNOBS, namespace) if o["kind"] == "BackendTrafficPolicy"]
+    await kube.apply(kinds.BACKEND_TRAFFIC_POLICY, stamp(policy, instance, PROVIDER_NAME), field_manager=PROVIDER_NAME)
+    stored = await kube.get(kinds.BACKEND_TRAFFIC_POLICY, namespace, policy["metadata"]["name"])
+    assert stored is not None
+    keys = [
+        [(h["name"], h["type"], h.get("value")) for h in rule["clientSelectors"][0]["headers"]]
+        for rule in stored["spec"]["rateLimit"]["global"]["rules"]
+    ]
+    assert keys == [
+        [("x-user-id", "Distinct", None), ("x-ai-eg-model", "Exact", model)]
+        for model in ("qwen2.5-0.5b-instruct", "qwen2.5-0.5b-sft", "qwen2.5-0.5b-maestro")
+    ]
+    assert {rule["limit"]["requests"] for rule in stored["spec"]["rateLimit"]["global"]["rules"]} == {50000}
 
 
 async def test_a_field_unknown_to_the_schema_fails_the_apply(kube: KubeClient, namespace: str) -> None:

@@ -99,8 +99,10 @@ def test_every_verb_and_resource_of_the_rbac_rules_is_checked_exactly_once() -> 
 
 def test_watched_namespaces_scope_namespaced_checks_but_not_cluster_scoped_ones() -> None:
     checks = scoped_checks("provider-ns", ("a", "b"))
-    get_instances = [c.namespace for c, _ in checks if (c.resource, c.subresource, c.verb) == ("instances", "", "get")]
-    assert get_instances == ["a", "b"]
+    watch_instances = [
+        c.namespace for c, _ in checks if (c.resource, c.subresource, c.verb) == ("instances", "", "watch")
+    ]
+    assert watch_instances == ["a", "b"]
     for check, rule in checks:
         if (check.group, check.resource) in CLUSTER_SCOPED:
             assert check.namespace is None, check
@@ -109,7 +111,15 @@ def test_watched_namespaces_scope_namespaced_checks_but_not_cluster_scoped_ones(
         else:
             assert check.namespace in ("a", "b")
     cluster_wide = {c.resource for c, _ in checks if c.namespace is None}
-    assert cluster_wide == {"providers", "nodes", "customresourcedefinitions", "selfsubjectaccessreviews"}
+    assert cluster_wide == {
+        "providers",
+        "nodes",
+        "namespaces",
+        "customresourcedefinitions",
+        "selfsubjectaccessreviews",
+        "tokenreviews",
+        "subjectaccessreviews",
+    }
 
 
 def test_permission_rows_name_verb_resource_scope_and_why() -> None:

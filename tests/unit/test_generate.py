@@ -130,11 +130,23 @@ def test_rbac_is_least_privilege() -> None:
         assert rule.why
         assert len(set(rule.verbs)) == len(rule.verbs)
     granted = {(c.group, c.resource, c.subresource, c.verb) for c in rbac.access_checks("ns")}
-    # Secrets: only what the connection Secret needs; never enumerated.
-    assert {v for g, r, s, v in granted if r == "secrets"} == {"get", "create", "update", "patch", "delete"}
-    # Read-only kinds.
-    for resource in ("providers", "nodes", "gateways", "customresourcedefinitions"):
-        assert {v for g, r, s, v in granted if r == resource} == {"get", "list", "watch"}, resource
+    # Secrets: what the connection Secret needs (watched to restore it, applied, deleted), never updated.
+    assert {v for g, r, s, v in granted if r == "secrets"} == {"get", "list", "watch", "create", "patch", "delete"}
+    # Nothing is ever PUT but the Instance status and the Lease.
+    assert {(r, s) for g, r, s, v in granted if v == "update"} == {
+        ("instances", "status"),
+        ("instances", "finalizers"),
+        ("leases", ""),
+    }
+    # Read-only kinds, each with exactly the verbs its reader uses.
+    for resource, verbs in (
+        ("providers", {"list", "watch"}),
+        ("nodes", {"list"}),
+        ("namespaces", {"list", "watch"}),
+        ("gateways", {"list", "watch"}),
+        ("customresourcedefinitions", {"get"}),
+    ):
+        assert {v for g, r, s, v in granted if r == resource} == verbs, resource
     # Instances are never created or deleted by the provider; events are not used.
     assert not {v for g, r, s, v in granted if r == "instances" and not s} & {"create", "delete"}
     assert not any(r == "events" for g, r, s, v in granted)

@@ -1,92 +1,143 @@
-"""`provider-kserve render FILE`: print the objects the provider would apply for Instances in FILE.
+"""`provider-kserve render [-f values.yaml] FILE...`: preview what Instances become in a real install.
 
-Offline and deterministic: no cluster is contacted. Each Instance document is validated and
-translated by `KServeProvider.render` (the code path the controller uses), then stamped with the
-ownership metadata the runtime adds (`actors.ownership.stamp`), using the document's uid or a fixed
-placeholder. Chart settings come from the environment exactly as in the controller
-(HF_TOKEN_SECRET_NAME, AI_GATEWAY_*, ENABLE_POD_MONITOR, POD_MONITOR_INTERVAL); the LoRA catalog
-from `--lora-catalog FILE` or else LORA_ADAPTER_CATALOG.
+Offline and deterministic: no cluster is contacted. Every Instance is checked and translated the
+controller's way (provider.preview) and everything it asks for is printed, optional kinds
+included; stderr says per optional object which CRD it needs (the controller skips it without),
+and once when a namespace was defaulted or a placeholder uid stamped.
 
-Exit codes: 0 rendered; 1 an Instance is invalid (the message the Instance would show, on stderr);
-2 bad usage, an unreadable file or catalog.
+Settings, in increasing precedence:
+1. with `-f/--values FILE` (repeatable): the chart's values.yaml with the files merged over it, as
+   `helm install -f` does, turned into the environment the chart's Deployment gives the provider
+   (provider.chart_values); without `-f`: the provider's own environment variables, as the
+   controller reads them;
+2. one flag per setting (below), e.g. `--ai-gateway-enabled true`.
+
+Exit codes: 0 rendered; 1 an Instance is invalid (the message the Instance would show, on stderr,
+nothing on stdout); 2 bad usage, an unreadable file, values or catalog.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
 import yaml
 
-from actors.interface import KubeObject, ValidationFailed
-from actors.ownership import stamp
-from provider.catalog import LORA_CATALOG_ENV, CatalogError, lora_catalog_from
+from actors.interface import KubeObject
+from provider import chart_values
+from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.catalog_actor import MODEL_CATALOG_ENV, parse_model_catalog
+from provider.generate import CHART_DIR, DefinitionError, find_root
 from provider.kserve import KServeProvider
-from provider.names import PROVIDER_NAME
+from provider.preview import Document, offline_providers, preview
 from provider.settings import ProviderSettings, SettingsError
 from provider.topology import Catalogs
 
-PLACEHOLDER_UID: Final = "00000000-0000-0000-0000-000000000000"
-DEFAULT_NAMESPACE: Final = "default"
+# Exit status of a process that wrote into a closed pipe (128 + SIGPIPE), as `head` leaves a shell.
+BROKEN_PIPE = 141
+CATALOGS = {LORA_CATALOG_ENV: "lora_catalog", MODEL_CATALOG_ENV: "model_catalog"}
+
+
+def _flag(var: str) -> str:
+    return "--" + var.lower().replace("_", "-")
 
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "render", help="print the objects the provider would apply for Instance YAML (offline)"
+        "render",
+        help="preview the objects an Instance becomes in a real install (offline)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("file", help="Instance YAML, one or more documents; - reads stdin")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="Instance YAML, one or more documents; - reads stdin")
     parser.add_argument(
-        "--available-all",
-        action="store_true",
-        help="render as if every optional CRD were installed (PodMonitor, Envoy AI Gateway); "
-        "by default only the required kinds are assumed",
+        "-f", "--values", action="append", default=[], metavar="VALUES",
+        help="a Helm values file of the provider chart (repeatable; later files win)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--chart", metavar="DIR", help="the provider chart whose values.yaml -f merges over (default: the checkout's)"
     )
-    parser.add_argument("--lora-catalog", metavar="FILE", help=f"LoRA catalog JSON (default: ${LORA_CATALOG_ENV})")
+    parser.add_argument(
+        "--release",
+        default=chart_values.DEFAULT_RELEASE,
+        help="Helm release name, which names the AI Gateway (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--release-namespace",
+        default=chart_values.DEFAULT_NAMESPACE,
+        help="Helm release namespace, the AI Gateway's (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--required-only",
+        action="store_true",
+        help="leave out the optional kinds (PodMonitor, Envoy AI Gateway), as a cluster without their CRDs would",
+    )
+    # Rendering everything is the default now; the flag is kept so older command lines still work.
+    parser.add_argument("--available-all", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    overrides = parser.add_argument_group(
+        "settings", "override one setting of the provider (the value as its environment variable takes it)"
+    )
+    for field, var in ProviderSettings.ENV.items():
+        description = ProviderSettings.model_fields[field].description or ""
+        overrides.add_argument(
+            _flag(var),
+            dest=f"set_{var}",
+            metavar="VALUE",
+            help=f"{description} (${var}; chart: {chart_values.VALUE_OF.get(var, '-')})",
+        )
+    overrides.add_argument(
+        "--lora-catalog", metavar="FILE", help=f"LoRA catalog JSON (${LORA_CATALOG_ENV}; chart: loraAdapters)"
+    )
+    overrides.add_argument(
+        "--model-catalog", metavar="FILE", help=f"model catalog JSON (${MODEL_CATALOG_ENV}; chart: models)"
+    )
     parser.set_defaults(func=main)
 
 
-def _read(path: str) -> str:
-    return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+def _checkout() -> Path | None:
+    try:
+        return find_root(Path.cwd())
+    except DefinitionError:
+        return None
 
 
-def _documents(text: str) -> Iterator[Any]:
-    return (doc for doc in yaml.safe_load_all(text) if doc is not None)
+def _environment(args: argparse.Namespace, root: Path | None) -> dict[str, str]:
+    """The provider's environment: from values files through the chart mapping, or this process's."""
+    if args.values:
+        chart = Path(args.chart) if args.chart else (root / CHART_DIR if root is not None else None)
+        if chart is None:
+            raise chart_values.ValuesError("cannot find the provider chart outside a checkout: pass --chart DIR")
+        values = chart_values.load_values(chart, [Path(p) for p in args.values])
+        env = chart_values.deployment_env(values, release=args.release, namespace=args.release_namespace)
+    else:
+        env = {var: os.environ[var] for var in (*ProviderSettings.ENV.values(), *CATALOGS) if var in os.environ}
+    for var in ProviderSettings.ENV.values():
+        if (value := getattr(args, f"set_{var}")) is not None:
+            env[var] = value
+    for var, option in CATALOGS.items():
+        if path := getattr(args, option):
+            env[var] = Path(path).read_text(encoding="utf-8")
+    return env
 
 
-def _owner(doc: KubeObject) -> KubeObject:
-    """The Instance as `stamp` needs it: namespace and uid filled like the API server would."""
-    owner = copy.deepcopy(doc)
-    meta = owner.setdefault("metadata", {})
-    meta.setdefault("namespace", DEFAULT_NAMESPACE)
-    meta["uid"] = meta.get("uid") or PLACEHOLDER_UID
-    return owner
+def _catalogs(env: Mapping[str, str]) -> Catalogs:
+    return Catalogs(
+        models=parse_model_catalog(env.get(MODEL_CATALOG_ENV, "")),
+        lora_adapters=parse_lora_catalog(env.get(LORA_CATALOG_ENV, "")),
+    )
 
 
-def render_documents(
-    provider: KServeProvider, docs: list[Any], catalogs: Catalogs, *, available_all: bool
-) -> list[KubeObject]:
-    """Stamped objects for every Instance in `docs`; ValidationFailed names the offending document."""
-    served = None if available_all else provider.required_resources()
-    out: list[KubeObject] = []
-    for index, doc in enumerate(docs, start=1):
-        if not isinstance(doc, dict) or doc.get("kind") != "Instance":
-            kind = doc.get("kind", "?") if isinstance(doc, dict) else type(doc).__name__
-            raise ValidationFailed(f"document {index} is a {kind}, not an Instance")
-        name = str((doc.get("metadata") or {}).get("name") or f"document {index}")
-        try:
-            objects = provider.render(doc, catalogs=catalogs, available=served)
-        except ValidationFailed as exc:
-            raise ValidationFailed(f'Instance "{name}": {exc.message}') from None
-        owner = _owner(doc)
-        out.extend(stamp(obj, owner, PROVIDER_NAME) for obj in objects)
-    return out
+def _documents(paths: list[str]) -> Iterator[Document]:
+    for path in paths:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        docs = (doc for doc in yaml.safe_load_all(text) if doc is not None)
+        yield from (Document(path, index, doc) for index, doc in enumerate(docs, start=1))
 
 
 def _write(objects: list[KubeObject], output: str, stream: TextIO) -> None:
@@ -95,21 +146,35 @@ def _write(objects: list[KubeObject], output: str, stream: TextIO) -> None:
         stream.write("\n")
     else:
         yaml.safe_dump_all(objects, stream, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    stream.flush()
 
 
 def main(args: argparse.Namespace) -> int:
+    root = _checkout()
     try:
-        settings = ProviderSettings.from_env(os.environ)
-        catalogs = lora_catalog_from(args.lora_catalog, os.environ)
-        docs = list(_documents(_read(args.file)))
-    except (OSError, SettingsError, CatalogError, yaml.YAMLError) as exc:
+        env = _environment(args, root)
+        settings = ProviderSettings.from_env(env)
+        catalogs = _catalogs(env)
+        documents = list(_documents(args.files))
+    except (OSError, SettingsError, CatalogError, chart_values.ValuesError, yaml.YAMLError) as exc:
         print(f"render: {exc}", file=sys.stderr)
         return 2
-    provider = KServeProvider(settings, catalogs=catalogs)
-    try:
-        objects = render_documents(provider, docs, catalogs, available_all=args.available_all)
-    except ValidationFailed as exc:
-        print(f"{args.file}: {exc.message}", file=sys.stderr)
+    providers = offline_providers(root) if root is not None else None
+    if providers is None:
+        print("render: no definition/versions.yaml here: spec.version is not checked", file=sys.stderr)
+    result = preview(KServeProvider(settings), documents, catalogs, providers, required_only=args.required_only)
+    if result.errors:
+        for error in result.errors:
+            print(error, file=sys.stderr)
         return 1
-    _write(objects, args.output, sys.stdout)
+    for note in result.notes:
+        print(f"render: {note}", file=sys.stderr)
+    try:
+        _write(result.objects, args.output, sys.stdout)
+    except BrokenPipeError:
+        # The reader left (`| head`): no traceback. Point stdout at /dev/null so the interpreter's
+        # final flush does not fail on the closed pipe again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE
     return 0

@@ -4,11 +4,14 @@
   the chart's shared Gateway, routing the served model name to KServe's InferencePool
   `<instance>-inference-pool` (which exists because the scheduler preset is among the baseRefs).
   LoRA adapter names are routed too (the Go provider matched only the base name, §10.24).
-- BackendTrafficPolicy `<instance>-token-limit` (gateway.envoyproxy.io/v1alpha1) with a per-user
-  hourly token quota, only when the chart configured Envoy Gateway's rate-limit Redis: without it
-  the quota would not be enforced. It targets the HTTPRoute the AI Gateway generates with the
-  route's name, so it only ever sees this Instance's requests; the quota therefore counts by user
-  (`x-user-id`) across the base model and its adapters. The deprecated `rateLimit.type` is omitted.
+- BackendTrafficPolicy `<instance>-token-limit` (gateway.envoyproxy.io/v1alpha1) with an hourly
+  token quota per user and per served model, only when the chart configured Envoy Gateway's
+  rate-limit Redis: without it the quota would not be enforced. It targets the HTTPRoute the AI
+  Gateway generates with the route's name, so it only ever sees this Instance's requests. One rule
+  per served model (the base model and each LoRA adapter) selects that model's `x-ai-eg-model`
+  header exactly and counts each distinct `x-user-id` separately, as the Go provider's README
+  promises: a user who spends the base model's quota still has each adapter's. The deprecated
+  `rateLimit.type` is omitted.
 
 Plus `route_state`, the route's acceptance as status mapping needs it.
 """
@@ -84,6 +87,7 @@ def token_limit_policy(inputs: LlmInputs, settings: ProviderSettings) -> KubeObj
     if not token_limit_enforced(inputs, settings):
         return None
     tokens = inputs.topology.token_limit_per_hour or DEFAULT_TOKENS_PER_HOUR
+    rules = [_token_limit_rule(model, tokens) for model in routed_models(inputs)]
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "BackendTrafficPolicy",
@@ -96,23 +100,30 @@ def token_limit_policy(inputs: LlmInputs, settings: ProviderSettings) -> KubeObj
                     "name": names.ai_gateway_route_name(inputs.name),
                 }
             ],
-            "rateLimit": {
-                "global": {
-                    "rules": [
-                        {
-                            "clientSelectors": [{"headers": [{"name": USER_HEADER, "type": "Distinct"}]}],
-                            "limit": {"requests": tokens, "unit": "Hour"},
-                            # Charge nothing per request, and the total tokens per response.
-                            "cost": {
-                                "request": {"from": "Number", "number": 0},
-                                "response": {
-                                    "from": "Metadata",
-                                    "metadata": {"namespace": COST_NAMESPACE, "key": TOTAL_TOKEN_KEY},
-                                },
-                            },
-                        }
-                    ]
-                }
+            "rateLimit": {"global": {"rules": rules}},
+        },
+    }
+
+
+def _token_limit_rule(model: str, tokens: int) -> dict[str, Any]:
+    """`tokens` per hour for each user of `model`: the headers of one selector are ANDed, the
+    Distinct one gives every user value its own counter."""
+    return {
+        "clientSelectors": [
+            {
+                "headers": [
+                    {"name": USER_HEADER, "type": "Distinct"},
+                    {"name": MODEL_HEADER, "type": "Exact", "value": model},
+                ]
+            }
+        ],
+        "limit": {"requests": tokens, "unit": "Hour"},
+        # Charge nothing per request, and the total tokens per response.
+        "cost": {
+            "request": {"from": "Number", "number": 0},
+            "response": {
+                "from": "Metadata",
+                "metadata": {"namespace": COST_NAMESPACE, "key": TOTAL_TOKEN_KEY},
             },
         },
     }

@@ -38,6 +38,9 @@ RULE_ERROR: Final = "rule"
 ENGINE_PREFIX: Final = "llmEngine.parameters"
 TOPOLOGY_PREFIX: Final = "topology.parameters"
 INT32_MAX: Final = 2**31 - 1
+INT32_MIN: Final = -(2**31)
+# vLLM's smallest CPU KV cache (GiB); smaller values are raised to it, as the Go provider did.
+MIN_KV_CACHE_SPACE_GI: Final = 1
 
 # A name KServe and Kubernetes use as an object name (baseRefs): an RFC 1123 subdomain.
 OBJECT_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -222,10 +225,12 @@ class LlmEngineParameters(_Params):
     kv_cache_space_gi: int | None = Field(
         default=None,
         alias="kvCacheSpaceGi",
-        ge=1,
+        # Not rejected below 1 but raised to 1 with a warning condition, as the Go provider clamped
+        # it: an Instance that served there must keep serving here.
+        ge=INT32_MIN,
         le=INT32_MAX,
         description="KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE); cpu profile only, vLLM sizes it "
-        "from free memory when unset.",
+        "from free memory when unset. Values below 1 are raised to 1.",
     )
     base_refs: list[Annotated[str, Field(min_length=1, max_length=253, pattern=OBJECT_NAME_PATTERN)]] = Field(
         default_factory=list,
@@ -325,6 +330,14 @@ class LlmEngineParameters(_Params):
         return self.compute_profile == "cpu"
 
     @property
+    def kv_cache_space(self) -> int | None:
+        """The CPU KV cache in GiB that vLLM gets: kvCacheSpaceGi raised to at least 1; None on GPU
+        (where vLLM ignores it) or when unset."""
+        if not self.cpu or self.kv_cache_space_gi is None:
+            return None
+        return max(self.kv_cache_space_gi, MIN_KV_CACHE_SPACE_GI)
+
+    @property
     def data_parallel(self) -> int | None:
         """dataParallelSize when it asks for more than one rank, else None (1 is a no-op)."""
         size = self.data_parallel_size
@@ -369,8 +382,8 @@ class LlmTopologyParameters(_Params):
         default=None,
         alias="tokenLimitPerHour",
         le=INT32_MAX,
-        description="Tokens per user and hour on the Envoy AI Gateway; 1000 when the gateway enforces quotas "
-        "and this is unset.",
+        description="Tokens per user and hour for each served model (the base model and every LoRA adapter) "
+        "on the Envoy AI Gateway; 1000 when the gateway enforces quotas and this is unset.",
         json_schema_extra={"minimum": 1},
     )
     enable_prefill: Flag = Field(default=False, alias="enablePrefill", description="Prefill/decode disaggregation.")

@@ -25,7 +25,8 @@ KServe's Ready is False.
 
 Every KServe condition is passed through with a `KServe` prefix (`KServeReady`,
 `KServeWorkloadsReady`, …) carrying KServe's reason and message; the provider adds its own
-conditions for what it decided (token, metrics, external access, gateway route, token quota).
+conditions for what it decided (token, metrics, external access, gateway route, token quota, a KV
+cache raised to its minimum).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ EXTERNAL_ACCESS: Final = "ExternalAccessReady"
 AI_GATEWAY_ROUTE: Final = "AIGatewayRoute"
 TOKEN_LIMIT: Final = "TokenLimit"
 MODEL_ACCESS: Final = "ModelAccess"
+KV_CACHE_SPACE: Final = "KVCacheSpace"
 
 def _ready_message(llmisvc: KubeObject) -> str:
     ready = kserve_conditions.condition(llmisvc, "Ready") or {}
@@ -145,6 +147,19 @@ def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_in
                 "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused",
             )
         )
+    requested, used = inputs.engine.kv_cache_space_gi, inputs.engine.kv_cache_space
+    if used is not None and requested != used:
+        # A warning, not a failure: the Go provider served with the raised value, and so do we.
+        out.append(
+            Condition(
+                KV_CACHE_SPACE,
+                "False",
+                "RaisedToMinimum",
+                f"llmEngine.parameters.kvCacheSpaceGi is {requested}; vLLM runs with {used} GiB "
+                f"(VLLM_CPU_KVCACHE_SPACE={used}). Set it to {used} or more, or leave it unset to size "
+                "the cache from free memory.",
+            )
+        )
     if metrics_wanted(inputs, settings):
         if kinds.POD_MONITOR in status_inputs.missing:
             out.append(
@@ -165,7 +180,7 @@ def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_in
                     TOKEN_LIMIT,
                     "True",
                     "Enforced",
-                    f"{inputs.topology.token_limit_per_hour} tokens per user and hour "
+                    f"{inputs.topology.token_limit_per_hour} tokens per user and hour for each served model "
                     f"(BackendTrafficPolicy {names.token_limit_name(inputs.name)})",
                 )
             )

@@ -74,8 +74,8 @@ def main_container(inputs: LlmInputs) -> dict[str, Any] | None:
     if inputs.resources:
         container["resources"] = inputs.resources
     env: list[dict[str, str]] = []
-    if inputs.engine.cpu and inputs.engine.kv_cache_space_gi is not None:
-        env.append({"name": KV_CACHE_ENV, "value": str(inputs.engine.kv_cache_space_gi)})
+    if (kv_cache := inputs.engine.kv_cache_space) is not None:
+        env.append({"name": KV_CACHE_ENV, "value": str(kv_cache)})
     if inputs.topology.enable_tracing and inputs.topology.tracing_endpoint:
         # vLLM's OpenTelemetry exporter reads the standard variable.
         env.append({"name": OTLP_ENDPOINT_ENV, "value": inputs.topology.tracing_endpoint})

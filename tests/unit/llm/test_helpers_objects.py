@@ -3,6 +3,10 @@ and which of them `desired` returns for which inputs and served kinds."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from provider.llm import kinds
 
 from .builders import GATEWAY_SETTINGS, REQUIRED_KINDS, desired, settings
@@ -183,6 +187,27 @@ def test_ai_gateway_route() -> None:
     }
 
 
+def _rule(model: str, tokens: int) -> dict[str, Any]:
+    return {
+        "clientSelectors": [
+            {
+                "headers": [
+                    {"name": "x-user-id", "type": "Distinct"},
+                    {"name": "x-ai-eg-model", "type": "Exact", "value": model},
+                ]
+            }
+        ],
+        "limit": {"requests": tokens, "unit": "Hour"},
+        "cost": {
+            "request": {"from": "Number", "number": 0},
+            "response": {
+                "from": "Metadata",
+                "metadata": {"namespace": "io.envoy.ai_gateway", "key": "llm_total_token"},
+            },
+        },
+    }
+
+
 def test_token_limit_policy_with_redis() -> None:
     policy = desired(
         settings_=settings(**GATEWAY_SETTINGS, ai_gateway_rate_limit_redis_url="redis:6379"),
@@ -194,25 +219,46 @@ def test_token_limit_policy_with_redis() -> None:
         "metadata": {"name": "chat-token-limit"},
         "spec": {
             "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "chat-ai-gateway"}],
-            "rateLimit": {
-                "global": {
-                    "rules": [
-                        {
-                            "clientSelectors": [{"headers": [{"name": "x-user-id", "type": "Distinct"}]}],
-                            "limit": {"requests": 5000, "unit": "Hour"},
-                            "cost": {
-                                "request": {"from": "Number", "number": 0},
-                                "response": {
-                                    "from": "Metadata",
-                                    "metadata": {"namespace": "io.envoy.ai_gateway", "key": "llm_total_token"},
-                                },
-                            },
-                        }
-                    ]
-                }
-            },
+            # Keyed by user and by model: the served model name defaults to the Instance name.
+            "rateLimit": {"global": {"rules": [_rule("chat", 5000)]}},
         },
     }
+
+
+@pytest.mark.parametrize(
+    ("engine", "models"),
+    [
+        # Explicit adapters.
+        (
+            {
+                "modelName": "qwen",
+                "lora": {"adapters": [{"name": "sql", "uri": "hf://o/sql"}, {"name": "chat-tuned", "uri": "s3://b/c"}]},
+            },
+            ["qwen", "sql", "chat-tuned"],
+        ),
+        # Adapters chosen from the chart's catalog.
+        (
+            {
+                "modelName": "qwen",
+                "loraDeployment": "enabled",
+                "loraSlot1": "qwen2.5-0.5b-sft",
+                "loraSlot3": "smollm2-135m-sft",
+            },
+            ["qwen", "qwen2.5-0.5b-sft", "smollm2-135m-sft"],
+        ),
+    ],
+)
+def test_token_limit_per_user_and_model_with_adapters(engine: dict[str, Any], models: list[str]) -> None:
+    """Each served model (the base and every adapter) has its own per-user quota: one rule per
+    model, each matching exactly the routed model names, with the same limit."""
+    objs = desired(
+        engine,
+        settings_=settings(**GATEWAY_SETTINGS, ai_gateway_rate_limit_redis_url="redis:6379"),
+        topology={"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 250},
+    )
+    assert objs["BackendTrafficPolicy"]["spec"]["rateLimit"]["global"]["rules"] == [_rule(m, 250) for m in models]
+    routed = [match["headers"][0]["value"] for match in objs["AIGatewayRoute"]["spec"]["rules"][0]["matches"]]
+    assert routed == models
 
 
 def test_token_limit_defaults_to_1000() -> None:

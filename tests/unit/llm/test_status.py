@@ -112,6 +112,25 @@ def test_ready_in_cluster() -> None:
     assert condition(report, "KServeReady") == Condition("KServeReady", "True", "Ready", "")
 
 
+@pytest.mark.parametrize("requested", [0, -4])
+def test_kv_cache_space_below_one_is_a_warning_not_a_failure(requested: int) -> None:
+    report = status(llmisvc(), engine={"computeProfile": "cpu", "kvCacheSpaceGi": requested})
+    assert (report.phase, report.connection) == (Phase.READY, IN_CLUSTER)
+    assert condition(report, "KVCacheSpace") == Condition(
+        "KVCacheSpace",
+        "False",
+        "RaisedToMinimum",
+        f"llmEngine.parameters.kvCacheSpaceGi is {requested}; vLLM runs with 1 GiB (VLLM_CPU_KVCACHE_SPACE=1). "
+        "Set it to 1 or more, or leave it unset to size the cache from free memory.",
+    )
+
+
+@pytest.mark.parametrize("engine", [{"computeProfile": "cpu", "kvCacheSpaceGi": 1}, {"kvCacheSpaceGi": 0}, {}])
+def test_no_kv_cache_warning_when_nothing_was_raised(engine: dict[str, Any]) -> None:
+    """At least 1 is used as given; on GPU the value is ignored (vLLM sizes its cache itself)."""
+    assert "KVCacheSpace" not in [c.type for c in status(llmisvc(), engine=engine).conditions]
+
+
 def test_in_cluster_keeps_kserve_scheme() -> None:
     report = status(llmisvc(addresses=["https://chat-kserve-workload-svc.models.svc.cluster.local"]))
     assert report.connection is not None
@@ -414,7 +433,10 @@ def test_token_limit_enforced() -> None:
         topology={**AI, "tokenLimitPerHour": 500},
     )
     assert condition(report, "TokenLimit") == Condition(
-        "TokenLimit", "True", "Enforced", "500 tokens per user and hour (BackendTrafficPolicy chat-token-limit)"
+        "TokenLimit",
+        "True",
+        "Enforced",
+        "500 tokens per user and hour for each served model (BackendTrafficPolicy chat-token-limit)",
     )
 
 

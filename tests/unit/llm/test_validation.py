@@ -269,7 +269,11 @@ def test_pvc_adapters_without_storage_initializer() -> None:
         ),
         ({"pipelineParallelSize": 1.5}, "llmEngine.parameters.pipelineParallelSize: Input should be a valid integer"),
         ({"dataParallelSize": 0}, "llmEngine.parameters.dataParallelSize: Input should be greater than or equal to 1"),
-        ({"kvCacheSpaceGi": 0}, "llmEngine.parameters.kvCacheSpaceGi: Input should be greater than or equal to 1"),
+        (
+            {"kvCacheSpaceGi": -(2**31) - 1},
+            "llmEngine.parameters.kvCacheSpaceGi: Input should be greater than or equal to -2147483648",
+        ),
+        ({"kvCacheSpaceGi": "2"}, "llmEngine.parameters.kvCacheSpaceGi: Input should be a valid integer"),
         ({"expertParallel": "sometimes"}, 'llmEngine.parameters.expertParallel: invalid boolean value "sometimes"'),
         (
             {"disableStorageInitializer": 1},

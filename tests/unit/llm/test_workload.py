@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from .builders import MODEL_URI, desired, llmisvc_spec, settings
 
 HF = settings(hf_token_secret_name="hf-token")
@@ -64,8 +66,8 @@ def test_resources_limits_mirrored_into_requests_on_gpu() -> None:
     assert container == {
         "name": "main",
         "resources": {
-            "limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": 1},
-            "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": 1},
+            "limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"},
+            "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"},
         },
     }
 
@@ -76,9 +78,28 @@ def test_explicit_requests_are_kept() -> None:
     assert container["resources"]["requests"] == {"cpu": "2", "memory": "16Gi"}
 
 
-def test_float_quantities_become_strings() -> None:
-    container = llmisvc_spec(component={"resources": {"limits": {"cpu": 0.5}}})["template"]["containers"][0]
-    assert container["resources"]["limits"] == {"cpu": "0.5"}
+def test_quantities_are_canonical_strings() -> None:
+    """As a typed Go client writes them: YAML floats and ints become strings, then canonical form."""
+    limits = {"cpu": 0.5, "memory": "1024Mi", "ephemeral-storage": 10, "nvidia.com/gpu": "1", "example.com/x": "1000"}
+    requests = {"cpu": "0.25", "memory": "1.5Gi"}
+    resources = {"limits": limits, "requests": requests}
+    container = llmisvc_spec(component={"resources": resources})["template"]["containers"][0]
+    assert container["resources"] == {
+        "limits": {
+            "cpu": "500m",
+            "memory": "1Gi",
+            "ephemeral-storage": "10",
+            "nvidia.com/gpu": "1",
+            "example.com/x": "1k",
+        },
+        "requests": {
+            "cpu": "250m",
+            "memory": "1536Mi",
+            "ephemeral-storage": "10",
+            "nvidia.com/gpu": "1",
+            "example.com/x": "1k",
+        },
+    }
 
 
 def test_cpu_profile_preset_is_first_base_ref() -> None:
@@ -93,6 +114,13 @@ def test_kv_cache_space_on_cpu() -> None:
 
 def test_kv_cache_space_ignored_on_gpu() -> None:
     assert "template" not in llmisvc_spec({"kvCacheSpaceGi": 6})
+
+
+@pytest.mark.parametrize("requested", [0, -3, -(2**31)])
+def test_kv_cache_space_below_one_is_raised_to_one(requested: int) -> None:
+    """The Go provider clamped it to 1 and served; rejecting it would fail Instances that ran there."""
+    container = llmisvc_spec({"computeProfile": "cpu", "kvCacheSpaceGi": requested})["template"]["containers"][0]
+    assert container["env"] == [{"name": "VLLM_CPU_KVCACHE_SPACE", "value": "1"}]
 
 
 def test_component_image_overrides_main_container() -> None:

@@ -126,8 +126,8 @@ def test_resources_limits_mirrored_into_requests_explicit_requests_kept() -> Non
     resources = {"limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1}, "requests": {"cpu": "500m"}}
     model = predictor_of(params(), component={"resources": resources})["model"]
     assert model["resources"] == {
-        "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1},
-        "requests": {"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": 1},
+        "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": "1"},
     }
 
 
@@ -136,9 +136,10 @@ def test_resources_requests_only() -> None:
     assert model["resources"] == {"requests": {"cpu": "250m"}}
 
 
-def test_resources_float_quantity_sent_as_string() -> None:
-    model = predictor_of(params(), component={"resources": {"limits": {"cpu": 0.5}}})["model"]
-    assert model["resources"] == {"limits": {"cpu": "0.5"}, "requests": {"cpu": "0.5"}}
+def test_resources_quantities_are_canonical_strings() -> None:
+    resources = {"limits": {"cpu": 0.5, "memory": "2048Mi"}, "requests": {"cpu": 1}}
+    model = predictor_of(params(), component={"resources": resources})["model"]
+    assert model["resources"] == {"limits": {"cpu": "500m", "memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}}
 
 
 def test_resources_claims_passed() -> None:

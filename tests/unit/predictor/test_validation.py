@@ -194,7 +194,19 @@ def test_go_rule_order_min_replicas_negative_before_type_errors() -> None:
             "predictor.resources.requests.memory: '2 Gi' is not a valid quantity (e.g. 500m, 1, 2Gi)",
         ),
         ({"limits": {"cpu": -1}}, "predictor.resources.limits.cpu: -1 must not be negative"),
-        ({"limits": {"cpu": "-1"}}, "predictor.resources.limits.cpu: '-1' is not a valid quantity (e.g. 500m, 1, 2Gi)"),
+        ({"limits": {"cpu": "-1"}}, "predictor.resources.limits.cpu: -1 must not be negative"),
+        (
+            {"limits": {"cpu": "1e2.5"}},
+            "predictor.resources.limits.cpu: '1e2.5' is not a valid quantity (e.g. 500m, 1, 2Gi)",
+        ),
+        (
+            {"limits": {"cpu": float("nan")}},
+            "predictor.resources.limits.cpu: nan is not a valid quantity (e.g. 500m, 1, 2Gi)",
+        ),
+        (
+            {"limits": {"memory": "1" * 65}},
+            "predictor.resources.limits.memory: a quantity has at most 64 characters (e.g. 500m, 1, 2Gi)",
+        ),
         ({"limit": {"cpu": "1"}}, "predictor.resources.limit: Extra inputs are not permitted"),
         ({"limits": ["cpu"]}, "predictor.resources.limits: Input should be a valid dictionary"),
     ],
