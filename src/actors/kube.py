@@ -329,7 +329,7 @@ class KubeClient:
             query=query,
             body=obj,
             content_type=APPLY_PATCH,
-            resource=str(res),
+            resource=_label(res, subresource),
             name=meta["name"],
         )
         return result
@@ -346,7 +346,7 @@ class KubeClient:
     ) -> KubeObject:
         path = res.path(namespace, name) + (f"/{subresource}" if subresource else "")
         result: KubeObject = await self.request(
-            "PATCH", path, body=body, content_type=content_type, resource=str(res), name=name
+            "PATCH", path, body=body, content_type=content_type, resource=_label(res, subresource), name=name
         )
         return result
 
@@ -360,7 +360,7 @@ class KubeClient:
         meta = obj["metadata"]
         path = res.path(meta.get("namespace"), meta["name"]) + (f"/{subresource}" if subresource else "")
         result: KubeObject = await self.request(
-            "PUT", path, body=obj, resource=str(res), name=meta["name"]
+            "PUT", path, body=obj, resource=_label(res, subresource), name=meta["name"]
         )
         return result
 
@@ -397,6 +397,11 @@ class KubeClient:
                 return set()
             raise
         return {r["name"] for r in doc.get("resources", []) if "/" not in r["name"]}
+
+
+def _label(res: Resource, subresource: str) -> str:
+    """The resource as requests are labelled (metrics, observers): `plural.group/version[/sub]`."""
+    return f"{res}/{subresource}" if subresource else str(res)
 
 
 def _decode_error_body(raw: bytes) -> Any:

@@ -169,7 +169,8 @@ class KServeProvider:
         served = frozenset(self.owned_resources()) if available is None else available
         with _one_line_messages():
             instance = self.parse(obj)
-            return self.topology_for(instance).desired(instance, catalogs, served)
+            policy = self.pod_policy(instance.metadata.namespace)
+            return self.topology_for(instance).desired(instance, catalogs, served, policy)
 
     # -- the runtime's Provider protocol ----------------------------------------------------------
 

@@ -72,10 +72,15 @@ class TopologyHandler(Protocol):
         ...
 
     def desired(
-        self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]
+        self,
+        instance: Instance,
+        catalogs: Catalogs,
+        available: frozenset[Resource],
+        policy: PodPolicy | None = None,
     ) -> list[KubeObject]:
         """Desired objects (no ownership metadata; the runtime stamps it). `available` lists the
-        optional kinds the API server serves, so e.g. a PodMonitor is skipped without its CRD."""
+        optional kinds the API server serves, so e.g. a PodMonitor is skipped without its CRD.
+        `policy` as for validate: the rules are checked again, under the same policy."""
         ...
 
     def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:

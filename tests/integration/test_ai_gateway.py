@@ -211,6 +211,8 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             return await get(ROUTE, "beta-ai-gateway") is None and await get(POLICY, "beta-token-limit") is None
 
         await wait_for(beta_left)
+        # KServe reconciles beta's edited LLMInferenceService and reports on the new generation.
+        await write_status(kube, namespace, "beta", ready_status("beta", namespace))
 
         async def beta_in_cluster() -> bool:
             uri = (await connection_secret(kube, namespace, "beta")).get("uri")

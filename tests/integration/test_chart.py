@@ -56,9 +56,7 @@ CLUSTER_ROLE_BINDING = Resource(
 )
 ROLE = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDING = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-SSAR = Resource(
-    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
-)
+SSAR = Resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False)
 RBAC_RESOURCES = {
     "ServiceAccount": SERVICE_ACCOUNT,
     "ClusterRole": CLUSTER_ROLE,
@@ -84,9 +82,7 @@ data:
 def prepare_chart(dest: Path) -> Path:
     """A copy of the chart with the KServe files vendored and the dependencies stubbed."""
     chart = dest / "provider-kserve"
-    shutil.copytree(
-        CHART, chart, ignore=shutil.ignore_patterns("charts", "Chart.lock", "serving.kserve.io_*.yaml")
-    )
+    shutil.copytree(CHART, chart, ignore=shutil.ignore_patterns("charts", "Chart.lock", "serving.kserve.io_*.yaml"))
     kserve_src = shared_dir() / "crds" / "kserve"
     subprocess.run(
         ["bash", str(chart / "hack" / "vendor-kserve.sh"), str(chart)],
@@ -201,6 +197,7 @@ def test_template_defaults(chart: Path) -> None:
         "ClusterRoleBinding",
         "Deployment",
         "LLMInferenceServiceConfig",
+        "NetworkPolicy",
         "Provider",
         "Role",
         "RoleBinding",
@@ -253,7 +250,7 @@ def test_template_defaults(chart: Path) -> None:
     }
 
     # RBAC is exactly the generated rules.
-    assert one(docs, "ClusterRole")["rules"] == rbac.policy_rules("cluster")
+    assert one(docs, "ClusterRole", "provider-kserve")["rules"] == rbac.policy_rules("cluster")
     assert one(docs, "Role")["rules"] == rbac.policy_rules("namespace")
     binding = one(docs, "ClusterRoleBinding")
     assert binding["subjects"] == [
@@ -425,16 +422,12 @@ def test_ai_gateway_tls(chart: Path) -> None:
     }
     (listener,) = one(docs, "Gateway")["spec"]["listeners"]
     assert (listener["protocol"], listener["port"], listener["hostname"]) == ("HTTPS", 443, "llm.example.com")
-    assert listener["tls"]["certificateRefs"] == [
-        {"kind": "Secret", "name": "provider-kserve-ai-gateway-tls"}
-    ]
+    assert listener["tls"]["certificateRefs"] == [{"kind": "Secret", "name": "provider-kserve-ai-gateway-tls"}]
     variables = env(docs)
     assert (variables["AI_GATEWAY_SCHEME"], variables["AI_GATEWAY_PORT"]) == ("https", "443")
     assert variables["AI_GATEWAY_HOSTNAME"] == "llm.example.com"
 
-    docs = render(
-        chart, *base, "aiGateway.tls.hostname=llm.example.com", "aiGateway.tls.issuerRef.name=letsencrypt"
-    )
+    docs = render(chart, *base, "aiGateway.tls.hostname=llm.example.com", "aiGateway.tls.issuerRef.name=letsencrypt")
     assert not by_kind(docs, "Issuer")
     assert one(docs, "Certificate")["spec"]["issuerRef"] == {
         "name": "letsencrypt",
@@ -448,21 +441,36 @@ def test_pod_monitors_need_the_crd(chart: Path) -> None:
     assert not by_kind(render(chart, "aiGateway.enabled=true"), "PodMonitor")
     docs = render(chart, api_versions=podmonitor)
     (provider,) = by_kind(docs, "PodMonitor")
+    # metrics.protection rbac (the default): HTTPS with the scraper ServiceAccount's token.
+    scraper = "provider-kserve-metrics-scraper"
     assert provider["spec"]["podMetricsEndpoints"] == [
+        {
+            "port": "metrics",
+            "path": "/metrics",
+            "interval": "30s",
+            "scheme": "https",
+            "tlsConfig": {"insecureSkipVerify": True},
+            "authorization": {"type": "Bearer", "credentials": {"name": scraper, "key": "token"}},
+        }
+    ]
+    assert one(docs, "Secret", scraper)["metadata"]["annotations"] == {"kubernetes.io/service-account.name": scraper}
+    binding = one(docs, "ClusterRoleBinding", scraper)
+    assert binding["roleRef"]["name"] == "provider-kserve-metrics-reader"
+    reader = one(docs, "ClusterRole", "provider-kserve-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    plain = render(chart, "metrics.protection=none", api_versions=podmonitor)
+    assert one(plain, "PodMonitor")["spec"]["podMetricsEndpoints"] == [
         {"port": "metrics", "path": "/metrics", "interval": "30s"}
     ]
-    docs = render(
-        chart, "aiGateway.enabled=true", "metrics.podMonitor.labels.release=kps", api_versions=podmonitor
-    )
+    assert not [d for d in plain if d["metadata"]["name"] == scraper]
+    docs = render(chart, "aiGateway.enabled=true", "metrics.podMonitor.labels.release=kps", api_versions=podmonitor)
     gateway = one(docs, "PodMonitor", "provider-kserve-ai-gateway-metrics")
     assert gateway["metadata"]["labels"]["release"] == "kps"
     assert gateway["spec"]["namespaceSelector"] == {"any": True}
     assert gateway["spec"]["selector"]["matchLabels"]["gateway.envoyproxy.io/owning-gateway-name"] == (
         "provider-kserve-ai-gateway"
     )
-    docs = render(
-        chart, "metrics.podMonitor.enabled=false", "aiGateway.enabled=true", api_versions=podmonitor
-    )
+    docs = render(chart, "metrics.podMonitor.enabled=false", "aiGateway.enabled=true", api_versions=podmonitor)
     assert not by_kind(docs, "PodMonitor")
     assert env(docs)["ENABLE_POD_MONITOR"] == "false"
 
@@ -490,8 +498,7 @@ def test_grafana_dashboards(chart: Path) -> None:
 def test_presets_toggles(chart: Path) -> None:
     assert not by_kind(render(chart, "llmPresets.enabled=false"), "LLMInferenceServiceConfig")
     names = {
-        d["metadata"]["name"]
-        for d in by_kind(render(chart, "cpuProfile.enabled=false"), "LLMInferenceServiceConfig")
+        d["metadata"]["name"] for d in by_kind(render(chart, "cpuProfile.enabled=false"), "LLMInferenceServiceConfig")
     }
     assert len(names) == 10 and "kserve-config-llm-cpu" not in names
 
@@ -597,20 +604,17 @@ async def test_rbac_on_the_control_plane(
 ) -> None:
     release = f"pk-{namespace}"
     objects = rendered_rbac(chart, namespace, release)
-    kubeconfig = await service_account_kubeconfig(
-        controlplane, kube, namespace, tmp_path, chart=chart, release=release
-    )
+    kubeconfig = await service_account_kubeconfig(controlplane, kube, namespace, tmp_path, chart=chart, release=release)
     try:
         async with await KubeClient.connect(str(kubeconfig)) as client:
             denied = [
-                str(c)
-                for c in rbac.access_checks(namespace)
-                if not await allowed(client, c.resource_attributes())
+                str(c) for c in rbac.access_checks(namespace) if not await allowed(client, c.resource_attributes())
             ]
             assert denied == [], f"the chart's RBAC does not grant: {denied}"
+            # Secrets are watched (label-selected) so a deleted `-conn` Secret is restored; they are
+            # never updated, and never deleted in bulk (docs/security.md).
             must_not = [
-                {"group": "", "resource": "secrets", "verb": "list"},
-                {"group": "", "resource": "secrets", "verb": "watch"},
+                {"group": "", "resource": "secrets", "verb": "update"},
                 {"group": "", "resource": "secrets", "verb": "deletecollection"},
                 {"group": "", "resource": "secrets", "verb": "*"},
                 {"group": "", "resource": "configmaps", "verb": "get"},
@@ -619,6 +623,8 @@ async def test_rbac_on_the_control_plane(
                 {"group": "", "resource": "namespaces", "verb": "delete"},
                 {"group": "core.openeverest.io", "resource": "instances", "verb": "create"},
                 {"group": "core.openeverest.io", "resource": "instances", "verb": "delete"},
+                {"group": "core.openeverest.io", "resource": "instances", "verb": "update"},
+                {"group": "serving.kserve.io", "resource": "inferenceservices", "verb": "update"},
                 {"group": "core.openeverest.io", "resource": "providers", "verb": "update"},
                 {"group": "serving.kserve.io", "resource": "llminferenceservices", "verb": "*"},
                 {"group": "serving.kserve.io", "resource": "servingruntimes", "verb": "create"},
@@ -634,11 +640,11 @@ async def test_rbac_on_the_control_plane(
             ]
             granted = [a for a in must_not if await allowed(client, a)]
             assert granted == [], f"the chart's RBAC grants more than the provider needs: {granted}"
-            # And a real call: listing Instances works, listing Secrets is forbidden.
+            # And a real call: listing Instances works, listing ConfigMaps is forbidden.
             instances = Resource("core.openeverest.io", "v1alpha1", "instances", "Instance")
             await client.list(instances)
             with pytest.raises(ApiError) as forbidden:
-                await client.list(Resource("", "v1", "secrets", "Secret"))
+                await client.list(Resource("", "v1", "configmaps", "ConfigMap"))
             assert forbidden.value.status == 403
     finally:
         for obj in objects:
@@ -666,6 +672,8 @@ BUILTIN = {
     ("v1", "ServiceAccount"): SERVICE_ACCOUNT,
     ("v1", "Service"): Resource("", "v1", "services", "Service"),
     ("v1", "ConfigMap"): Resource("", "v1", "configmaps", "ConfigMap"),
+    ("v1", "Secret"): Resource("", "v1", "secrets", "Secret"),
+    ("networking.k8s.io/v1", "NetworkPolicy"): Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
     ("apps/v1", "Deployment"): Resource("apps", "v1", "deployments", "Deployment"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): CLUSTER_ROLE,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
@@ -677,13 +685,9 @@ BUILTIN = {
 def _lost(sent: Any, stored: Any, path: str = "") -> list[str]:
     """Paths of `sent` that the API server dropped or changed (its schema defaults may add fields)."""
     if isinstance(sent, dict) and isinstance(stored, dict):
-        return [
-            p for key, value in sent.items() for p in _lost(value, stored.get(key, _MISSING), f"{path}.{key}")
-        ]
+        return [p for key, value in sent.items() for p in _lost(value, stored.get(key, _MISSING), f"{path}.{key}")]
     if isinstance(sent, list) and isinstance(stored, list) and len(sent) == len(stored):
-        return [
-            p for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for p in _lost(a, b, f"{path}[{i}]")
-        ]
+        return [p for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for p in _lost(a, b, f"{path}[{i}]")]
     return [] if sent == stored else [path]
 
 
@@ -806,9 +810,7 @@ class TiltPlan:
             texts = [value] if isinstance(value, str) else [(self.root / f).read_text() for f in value]
             self.docs += [d for text in texts for d in yaml.safe_load_all(text) if d]
 
-        def k8s_resource(
-            workload: str = "", new_name: str = "", objects: Sequence[str] = (), **kw: Any
-        ) -> None:
+        def k8s_resource(workload: str = "", new_name: str = "", objects: Sequence[str] = (), **kw: Any) -> None:
             name = new_name or workload
             assert name not in self.resources, name
             self.resources[name] = {"workload": workload, "objects": list(objects), **kw}
@@ -829,9 +831,7 @@ class TiltPlan:
                 path=SimpleNamespace(exists=exists),
             ),
             "read_file": lambda path: (self.root / path).read_text(),
-            "read_yaml_stream": lambda path: [
-                d for d in yaml.safe_load_all((self.root / path).read_text()) if d
-            ],
+            "read_yaml_stream": lambda path: [d for d in yaml.safe_load_all((self.root / path).read_text()) if d],
             "listdir": lambda path: sorted(str(p) for p in (self.root / path).iterdir() if p.is_file()),
             "local": local,
             "blob": lambda text: text,
@@ -876,18 +876,12 @@ def test_tiltfile_plan(chart: Path, tmp_path: Path, enable_kserve: bool) -> None
     # Everything was vendored and fetched already: no commands at load time.
     assert plan.local_commands == []
     (image,) = plan.images
-    assert (
-        image["ref"] == "provider-kserve"
-        and image["dockerfile"] == "dev/Dockerfile"
-        and image["target"] == "dev"
-    )
+    assert image["ref"] == "provider-kserve" and image["dockerfile"] == "dev/Dockerfile" and image["target"] == "dev"
     assert image["entrypoint"] == ["provider-kserve", "run"]
     assert ("sync", "src", "/app/src") in image["live_update"]
     dockerfile = (ROOT / "dev" / "Dockerfile").read_text()
     assert (
-        "AS dev" in dockerfile
-        and "WORKDIR /app" in dockerfile
-        and "COPY --chown=65532:65532 src ./src" in dockerfile
+        "AS dev" in dockerfile and "WORKDIR /app" in dockerfile and "COPY --chown=65532:65532 src ./src" in dockerfile
     )
     assert 'ENTRYPOINT ["provider-kserve", "run"]' in dockerfile
 
@@ -921,155 +915,10 @@ def test_tiltfile_plan(chart: Path, tmp_path: Path, enable_kserve: bool) -> None
 
     # examples/ is applied, into namespaces that are created first.
     instances = [d for d in plan.docs if d["kind"] == "Instance"]
-    expected = [
-        d for f in sorted((ROOT / "examples").glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d
-    ]
+    expected = [d for f in sorted((ROOT / "examples").glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
     assert len(instances) == len(expected) > 0
     created = {d["metadata"]["name"] for d in plan.docs if d["kind"] == "Namespace"}
     assert {d["metadata"].get("namespace", "default") for d in instances} - {"default"} <= created
     assert "kserve-system" in created
     assert plan.resources["examples"]["resource_deps"] == ["provider-kserve"]
-    assert plan.local_resources["crds"]["cmd"].startswith(
-        "kubectl --context k3d-provider-kserve apply --server-side"
-    )
-
-
-# -- the provider under the chart's RBAC -------------------------------------------------------------
-
-
-def deployment_env(docs: Sequence[KubeObject], namespace: str) -> dict[str, str]:
-    """The provider's environment as the rendered Deployment sets it (fieldRefs resolved)."""
-    out: dict[str, str] = {}
-    for entry in container(docs)["env"]:
-        if "value" in entry:
-            out[entry["name"]] = str(entry["value"])
-        elif entry.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
-            out[entry["name"]] = namespace
-    return out
-
-
-def example(name: str, namespace: str, **topology_parameters: Any) -> KubeObject:
-    (doc,) = [d for d in yaml.safe_load_all((ROOT / "examples" / name).read_text()) if d]
-    doc["metadata"]["namespace"] = namespace
-    if topology_parameters:
-        doc["spec"]["topology"].setdefault("parameters", {}).update(topology_parameters)
-    assert isinstance(doc, dict)
-    return doc
-
-
-async def test_provider_reconciles_under_chart_rbac(
-    controlplane: ControlPlane, kube: KubeClient, namespace: str, chart: Path, tmp_path: Path
-) -> None:
-    """The provider, with the chart's environment and only the chart's RBAC (a ServiceAccount token),
-    reconciles an llm Instance (inline config, HF token ServiceAccount, PodMonitor, NodePort
-    Service), an AI Gateway llm Instance (route and token quota) and a predictor Instance to their
-    derived objects, status and connection Secrets, then deletes them: without a single 403."""
-    from actors.resources import INSTANCES, PROVIDERS
-    from provider.kserve import build_provider
-    from provider.llm import kinds as llm_kinds
-    from provider.predictor.translate import INFERENCE_SERVICE
-    from tests.support.runtime import running_manager, wait_for
-
-    release = f"pk-{namespace}"
-    docs = render(
-        chart,
-        "huggingface.tokenSecretName=hf-token",
-        "aiGateway.enabled=true",
-        "aiGateway.rateLimitRedisURL=redis:6379",
-        release=release,
-        namespace=namespace,
-    )
-    provider_cr = one(docs, "Provider")
-    existing_provider = await kube.get(PROVIDERS, None, provider_cr["metadata"]["name"])
-    await create_or_replace(kube, PROVIDERS, provider_cr)
-    kubeconfig = await service_account_kubeconfig(
-        controlplane, kube, namespace, tmp_path, chart=chart, release=release
-    )
-    responses: list[tuple[str, str, int]] = []
-    client = await KubeClient.connect(str(kubeconfig))
-    client.observers.append(lambda verb, resource, code, seconds: responses.append((verb, resource, code)))
-    provider, shared = build_provider(deployment_env(docs, namespace), client)
-
-    llm = example("instance-llm-cpu.yaml", namespace, externalAccess="NodePort")
-    gateway = example("instance-llm.yaml", namespace, externalAccess="EnvoyAIGateway", tokenLimitPerHour=5000)
-    gateway["metadata"]["name"] = "via-gateway"
-    predictor = example("instance-predictor.yaml", namespace)
-    instances = (llm, gateway, predictor)
-    try:
-        async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
-            for body in instances:
-                await kube.create(INSTANCES, body)
-
-            async def derived() -> bool:
-                wanted = [
-                    (llm_kinds.LLM_INFERENCE_SERVICE, llm["metadata"]["name"]),
-                    (llm_kinds.LLM_INFERENCE_SERVICE_CONFIG, f"{llm['metadata']['name']}-config"),
-                    (llm_kinds.SERVICE_ACCOUNT, f"{llm['metadata']['name']}-model-puller"),
-                    (llm_kinds.POD_MONITOR, f"{llm['metadata']['name']}-metrics"),
-                    (llm_kinds.SERVICE, f"{llm['metadata']['name']}-external"),
-                    (llm_kinds.AI_GATEWAY_ROUTE, "via-gateway-ai-gateway"),
-                    (llm_kinds.BACKEND_TRAFFIC_POLICY, "via-gateway-token-limit"),
-                    (INFERENCE_SERVICE, predictor["metadata"]["name"]),
-                ]
-                return all([await kube.get(res, namespace, name) for res, name in wanted])
-
-            await wait_for(derived, timeout=60)
-
-            # Play KServe: both workloads Ready, so the provider writes the connection Secrets.
-            now = "2026-01-01T00:00:00Z"
-            ready = [{"type": "Ready", "status": "True", "lastTransitionTime": now}]
-            llmisvc = await kube.get(llm_kinds.LLM_INFERENCE_SERVICE, namespace, llm["metadata"]["name"])
-            assert llmisvc is not None
-            await kube.patch(
-                llm_kinds.LLM_INFERENCE_SERVICE,
-                namespace,
-                llm["metadata"]["name"],
-                {"status": {"conditions": ready, "observedGeneration": llmisvc["metadata"]["generation"]}},
-                subresource="status",
-            )
-            await kube.patch(
-                INFERENCE_SERVICE,
-                namespace,
-                predictor["metadata"]["name"],
-                {"status": {"conditions": ready, "url": f"http://iris.{namespace}.example.com"}},
-                subresource="status",
-            )
-
-            async def connected() -> bool:
-                for body in (llm, predictor):
-                    got = await kube.get(INSTANCES, namespace, body["metadata"]["name"]) or {}
-                    status = got.get("status") or {}
-                    if status.get("phase") != "Ready" or not status.get("connectionSecretRef"):
-                        return False
-                return True
-
-            await wait_for(connected, timeout=60)
-            for body in instances:
-                await kube.delete(INSTANCES, namespace, body["metadata"]["name"])
-
-            async def gone() -> bool:
-                return not [
-                    b for b in instances if await kube.get(INSTANCES, namespace, b["metadata"]["name"])
-                ]
-
-            await wait_for(gone, timeout=60)
-    finally:
-        for body in instances:
-            got = await kube.get(INSTANCES, namespace, body["metadata"]["name"])
-            if got and got["metadata"].get("finalizers"):
-                await kube.patch(
-                    INSTANCES, namespace, body["metadata"]["name"], {"metadata": {"finalizers": None}}
-                )
-        if existing_provider is None:
-            await kube.delete(PROVIDERS, None, provider_cr["metadata"]["name"])
-        for obj in rendered_rbac(chart, namespace, release):
-            if not RBAC_RESOURCES[obj["kind"]].namespaced:
-                await kube.delete(RBAC_RESOURCES[obj["kind"]], None, obj["metadata"]["name"])
-    forbidden = sorted({(verb, resource) for verb, resource, code in responses if code == 403})
-    assert forbidden == [], f"403 under the chart's RBAC: {forbidden}"
-    verbs = {(verb, resource) for verb, resource, code in responses}
-    assert ("patch", "instances.core.openeverest.io/v1alpha1") in verbs or (
-        "update",
-        "instances.core.openeverest.io/v1alpha1",
-    ) in verbs
-    assert any(resource.startswith("secrets.") for _, resource in verbs)
+    assert plan.local_resources["crds"]["cmd"].startswith("kubectl --context k3d-provider-kserve apply --server-side")

@@ -225,6 +225,8 @@ class ProviderProcess:
     namespace: str
     log: Path
     env: dict[str, str] = field(default_factory=dict)
+    # More `run` flags, after the defaults (so a later `--health-port N` wins).
+    args: list[str] = field(default_factory=list)
     process: asyncio.subprocess.Process | None = None
     starts: int = 0
 
@@ -247,6 +249,7 @@ class ProviderProcess:
                 "0",
                 "--validation-port",
                 "0",
+                *self.args,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=sink,
                 stderr=asyncio.subprocess.STDOUT,

@@ -73,7 +73,11 @@ def ready_status(name: str, namespace: str) -> dict[str, Any]:
 
 
 async def write_status(kube: KubeClient, namespace: str, name: str, status: dict[str, Any]) -> KubeObject:
-    return await kube.patch(LLM, namespace, name, {"status": status}, subresource="status")
+    """Write `status` as KServe does after reconciling the current spec: for its generation."""
+    live = await kube.get(LLM, namespace, name)
+    assert live is not None
+    observed = {"observedGeneration": live["metadata"]["generation"], **status}
+    return await kube.patch(LLM, namespace, name, {"status": observed}, subresource="status")
 
 
 async def instance_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
@@ -315,6 +319,8 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
         assert llmisvc is not None
         assert {"name": config} not in (llmisvc["spec"].get("baseRefs") or [])
 
+        # KServe reconciles the edited LLMInferenceService and reports on the new generation.
+        await write_status(kube, namespace, name, ready_status(name, namespace))
         status = await wait_phase(kube, namespace, name, "Ready")
         assert llm_status.EXTERNAL_ACCESS not in conditions_of(status)
         assert llm_status.METRICS not in conditions_of(status)

@@ -31,11 +31,8 @@ async def running_manager(
     client = client or await KubeClient.connect(str(controlplane.kubeconfig))
     requests: Counter[str] = Counter()
     client.observers.append(lambda verb, resource, code, seconds: requests.update([verb]))
-    opts = ManagerOptions(
-        namespaces=[namespace],
-        endpoints=Endpoints(metrics_port=None, health_port=None, validation_port=None),
-        **options,
-    )
+    options.setdefault("endpoints", Endpoints(metrics_port=None, health_port=None, validation_port=None))
+    opts = ManagerOptions(namespaces=[namespace], **options)
     manager = Manager(client, provider, options=opts, shared=shared)
     async with client, anyio.create_task_group() as tg:
         tg.start_soon(manager.run)

@@ -41,7 +41,13 @@ class FakeTopology:
         if not catalogs.lora_adapters:
             raise ValidationFailed("fake: no catalog")
 
-    def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:
+    def desired(
+        self,
+        instance: Instance,
+        catalogs: Catalogs,
+        available: frozenset[Resource],
+        policy: PodPolicy | None = None,
+    ) -> list[KubeObject]:
         return [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": instance.metadata.name}}]
 
     def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:

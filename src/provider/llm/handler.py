@@ -34,8 +34,14 @@ class LlmTopology:
     def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
         validate_llm(instance, catalogs, self.settings, policy)
 
-    def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:
-        inputs = validate_llm(instance, catalogs, self.settings)
+    def desired(
+        self,
+        instance: Instance,
+        catalogs: Catalogs,
+        available: frozenset[Resource],
+        policy: PodPolicy | None = None,
+    ) -> list[KubeObject]:
+        inputs = validate_llm(instance, catalogs, self.settings, policy)
         wanted: list[KubeObject | None] = [
             model_puller(inputs, self.settings),
             llm_config(inputs),

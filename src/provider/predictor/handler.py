@@ -33,7 +33,13 @@ class PredictorTopology:
         # A predictor passes no pod settings through, so the Pod Security policy has nothing to check.
         validate_predictor(instance)
 
-    def desired(self, instance: Instance, catalogs: Catalogs, available: frozenset[Resource]) -> list[KubeObject]:
+    def desired(
+        self,
+        instance: Instance,
+        catalogs: Catalogs,
+        available: frozenset[Resource],
+        policy: PodPolicy | None = None,
+    ) -> list[KubeObject]:
         # Validated again: desired() must be safe to call on its own (e.g. by `render`).
         return [inference_service(instance, validate_predictor(instance))]
 
