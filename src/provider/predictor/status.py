@@ -6,7 +6,9 @@ Phases:
 - KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
   runtime, model failed to load) → Failed with a message that says what to do. The Go provider
   showed these as Provisioning forever (kserve-behavior §10.7); users need to see them;
-- anything else → Provisioning with KServe's own Ready message.
+- anything else → Provisioning with KServe's own words: the first component condition that is not
+  True (PredictorReady says "Deployment does not have minimum availability." while the pods are
+  pending, where Ready only says "Predictor ingress not created"), else Ready's.
 
 KServe reports the runtime problems in `status.modelStatus` (transitionStatus `InvalidSpec` plus
 `lastFailureInfo`), not in a condition: the predictor reconciler returns an error before it sets
@@ -106,9 +108,18 @@ def model_failure(isvc: KubeObject) -> str | None:
     return None
 
 
+# Where KServe says why the InferenceService is not Ready yet, most telling first: its Ready
+# roll-up repeats the ingress condition ("Predictor ingress not created") as long as the predictor
+# is not ready, whatever keeps the predictor back.
+_PROGRESS_CONDITIONS: Final = ("PredictorReady", "TransformerReady", "ExplainerReady", "IngressReady", "Ready")
+
+
 def _progress_message(isvc: KubeObject) -> str:
-    ready = _condition(isvc, "Ready") or {}
-    return str(ready.get("message") or ready.get("reason") or CREATING_MESSAGE)
+    for type_ in _PROGRESS_CONDITIONS:
+        cond = _condition(isvc, type_) or {}
+        if cond.get("status") != "True" and (words := cond.get("message") or cond.get("reason")):
+            return str(words)
+    return CREATING_MESSAGE
 
 
 def predictor_status(isvc: KubeObject | None) -> StatusReport:
