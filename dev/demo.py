@@ -62,6 +62,7 @@ class View:
     phase: str
     message: str
     kserve: tuple[str, ...]
+    waiting: tuple[str, ...]  # the provider's own conditions that are not True
     connection: tuple[tuple[str, str], ...]
 
 
@@ -78,16 +79,22 @@ def _decoded(secret: KubeObject | None) -> dict[str, str]:
 async def _view(kube: KubeClient, name: str) -> View:
     instance = await retry_transient(kube.get)(INSTANCES, NAMESPACE, name) or {}
     status = instance.get("status") or {}
+    conditions = status.get("conditions") or []
     kserve = tuple(
         f"{c['type'].removeprefix('KServe')}={c['status']}" + (f" ({c['reason']})" if c["status"] != "True" else "")
-        for c in status.get("conditions") or []
+        for c in conditions
         if c["type"].startswith("KServe")
+    )
+    waiting = tuple(
+        f"{c['type']}={c['status']} ({c['reason']})"
+        for c in conditions
+        if not c["type"].startswith("KServe") and c["status"] != "True"
     )
     connection: tuple[tuple[str, str], ...] = ()
     if ref := status.get("connectionSecretRef"):
         secret = await retry_transient(kube.get)(SECRETS, NAMESPACE, ref["name"])
         connection = tuple(sorted(_decoded(secret).items()))
-    return View(str(status.get("phase") or "-"), str(status.get("message") or ""), kserve, connection)
+    return View(str(status.get("phase") or "-"), str(status.get("message") or ""), kserve, waiting, connection)
 
 
 def _print_view(elapsed: float, name: str, view: View) -> None:
@@ -95,6 +102,8 @@ def _print_view(elapsed: float, name: str, view: View) -> None:
     print(f"[{elapsed:6.1f} s] {name:<14} {view.phase:<12}{message}")
     if view.kserve:
         print(f"{'':>10} KServe: {', '.join(view.kserve)}")
+    if view.waiting:
+        print(f"{'':>10} provider: {', '.join(view.waiting)}")
     if view.connection:
         print(f"{'':>10} connection: {', '.join(f'{k}={v}' for k, v in view.connection)}")
 
@@ -156,20 +165,23 @@ def _summary_line(obj: KubeObject) -> str:
     return f"  {obj['kind']}/{obj['metadata']['name']}: {detail}"
 
 
+def _from_provider(obj: KubeObject) -> bool:
+    # Not by label: KServe copies an InferenceService's labels (ours) onto what it creates.
+    owners = obj["metadata"].get("ownerReferences") or []
+    return any(o.get("controller") and o.get("kind") == INSTANCES.kind for o in owners)
+
+
 async def print_objects(kube: KubeClient) -> None:
     for resource in DERIVED:
-        items, _ = await retry_transient(kube.list_all)(
-            resource, NAMESPACE, label_selector="app.kubernetes.io/managed-by=everest"
-        )
-        if items:
-            _print_objects(f"{resource.kind} objects (from the provider)", [_kind_of(resource, o) for o in items])
+        items, _ = await retry_transient(kube.list_all)(resource, NAMESPACE)
+        if ours := [_kind_of(resource, o) for o in items if _from_provider(o)]:
+            _print_objects(f"{resource.kind} objects (from the provider)", ours)
     print("\n=== created by KServe (and kube-controller-manager, kwok) ===")
     for resource in CREATED_BY_KSERVE:
         items, _ = await retry_transient(kube.list_all)(resource, NAMESPACE)
         for obj in items:
-            if (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "everest":
-                continue  # the provider's own Services, shown above
-            print(_summary_line(_kind_of(resource, obj)))
+            if not _from_provider(obj):
+                print(_summary_line(_kind_of(resource, obj)))
 
 
 async def print_status(kube: KubeClient, names: list[str]) -> None:
@@ -180,7 +192,7 @@ async def print_status(kube: KubeClient, names: list[str]) -> None:
         print(f"\n{name}: phase={status.get('phase')} message={status.get('message')!r}")
         for cond in status.get("conditions") or []:
             reason, message = cond.get("reason", ""), cond.get("message", "")
-            print(f"  {cond['type']:<26} {cond['status']:<6} {reason}: {message}")
+            print(f"  {cond['type']:<26} {cond['status']:<6} {reason}" + (f": {message}" if message else ""))
         if ref := status.get("connectionSecretRef"):
             print(f"  connection secret {ref['name']}:")
             secret = await retry_transient(kube.get)(SECRETS, NAMESPACE, ref["name"])

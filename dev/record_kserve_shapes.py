@@ -16,7 +16,6 @@ import copy
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 from actors.interface import KubeObject, Resource  # noqa: E402
 from actors.kube import KubeClient  # noqa: E402
 from actors.resources import INSTANCES  # noqa: E402
-from controlplane import ControlPlaneError, ensure_namespace, retry_transient  # noqa: E402
+from controlplane import ControlPlaneError, ensure_namespace, retry_transient, transient  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402
 
@@ -108,10 +107,18 @@ class Scenario:
     instance: KubeObject
     resource: Resource
     reached: Callable[[KubeObject], bool]
+    # A merge patch of the Instance once KServe reports it Ready; `reached` then applies after it.
+    then: dict[str, Any] | None = None
 
 
 def _routed(obj: KubeObject) -> bool:
     return _condition(obj, "WorkloadsReady").get("status") == "True" and bool(_condition(obj, "RouterReady"))
+
+
+def _scaling(obj: KubeObject) -> bool:
+    """The Deployment scales up (the HPA raised replicas): KServe's Ready drops for a moment while
+    the model keeps serving. Caught from the watch: it lasts a fraction of a second here."""
+    return obj["metadata"].get("generation") == 2 and _false("PredictorReady", "MinimumReplicasUnavailable")(obj)
 
 
 # Pods asking for more GPUs than the kwok Node has stay Pending.
@@ -131,6 +138,13 @@ SCENARIOS = (
         predictor("iris-runtime", runtime="no-such-runtime"),
         ISVC,
         _failure("RuntimeNotRecognized"),
+    ),
+    Scenario(
+        "isvc-scaling",
+        predictor("iris-scale", minReplicas=1, maxReplicas=3),
+        ISVC,
+        _scaling,
+        then={"spec": {"components": {"predictor": {"parameters": {"minReplicas": 2}}}}},
     ),
     Scenario("llmisvc-ready", llm("chat"), LLMISVC, _ready),
     Scenario("llmisvc-pending", llm("chat-gpu", gpus=16), LLMISVC, _false("Ready", "MinimumReplicasUnavailable")),
@@ -156,19 +170,38 @@ def _trimmed(obj: KubeObject) -> KubeObject:
         k: copy.deepcopy(obj[k]) for k in ("spec", "status") if k in obj}}  # fmt: skip
 
 
-async def record(kube: KubeClient, scenario: Scenario, out: Path, timeout: float) -> None:
-    await retry_transient(kube.create)(INSTANCES, scenario.instance)
+async def _first(kube: KubeClient, scenario: Scenario, reached: Callable[[KubeObject], bool], rv: str) -> KubeObject:
+    """The first state of the scenario's KServe object that `reached` accepts, from a watch that
+    starts at `rv`: some states last less than a poll interval."""
     name = scenario.instance["metadata"]["name"]
-    deadline = time.monotonic() + timeout
     while True:
-        obj = await retry_transient(kube.get)(scenario.resource, NAMESPACE, name)
-        if obj is not None and obj.get("status") and scenario.reached(obj):
-            break
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"{scenario.name}: not reached in {timeout:.0f} s; last status: {(obj or {}).get('status')}"
-            )
-        await asyncio.sleep(0.2)
+        try:
+            async for event in kube.watch(scenario.resource, NAMESPACE, rv, timeout_seconds=60):
+                obj = event.get("object") or {}
+                rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                if obj.get("metadata", {}).get("name") == name and obj.get("status") and reached(obj):
+                    return obj
+        except Exception as err:
+            if not transient(err):
+                raise
+
+
+async def record(kube: KubeClient, scenario: Scenario, out: Path, timeout: float) -> None:
+    name = scenario.instance["metadata"]["name"]
+    _, rv = await retry_transient(kube.list_all)(scenario.resource, NAMESPACE)
+    await retry_transient(kube.create)(INSTANCES, scenario.instance)
+    try:
+        async with asyncio.timeout(timeout):
+            if scenario.then is not None:
+                ready = await _first(kube, scenario, _ready, rv)
+                await retry_transient(kube.patch)(INSTANCES, NAMESPACE, name, scenario.then)
+                rv = ready["metadata"]["resourceVersion"]
+            obj = await _first(kube, scenario, scenario.reached, rv)
+    except TimeoutError:
+        last = await kube.get(scenario.resource, NAMESPACE, name)
+        raise TimeoutError(
+            f"{scenario.name}: not reached in {timeout:.0f} s; last: {(last or {}).get('status')}"
+        ) from None
     fixture = {"instance": scenario.instance, "kserve": _trimmed(obj)}
     (out / f"{scenario.name}.json").write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
     print(f"recorded {scenario.name}")

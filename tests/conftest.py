@@ -12,7 +12,6 @@ import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -25,7 +24,8 @@ if str(DEV_DIR) not in sys.path:
 
 from actors.kube import KubeClient  # noqa: E402
 from controlplane import NAMESPACE, ControlPlane  # noqa: E402
-from kservestack import KServeStack, start_kserve_cluster  # noqa: E402
+from kservestack import start_kserve_cluster  # noqa: E402
+from tests.support.kserve import KServeCluster, add_status_connection  # noqa: E402
 
 
 def _cannot_start(what: str, err: BaseException) -> NoReturn:
@@ -72,26 +72,19 @@ async def namespace(kube: KubeClient) -> AsyncIterator[str]:
         await kube.delete(NAMESPACE, None, name)
 
 
-@dataclass
-class KServeCluster:
-    """A control plane running KServe's controllers, kube-scheduler and kwok (dev/kservestack)."""
-
-    plane: ControlPlane
-    stack: KServeStack
-    kube: KubeClient
-
-
 @pytest_asyncio.fixture(scope="session")
 async def kserve() -> AsyncIterator[KServeCluster]:
     """Started once per session, beside (not instead of) `controlplane`: KServe's webhooks default
     and its controllers finalize every KServe object, which the tests of our own objects must not
-    see. Fails (never skips) when it cannot start."""
+    see. Its Instance CRD has the newer core's status.connection. Fails (never skips) when it
+    cannot start."""
     try:
         plane, stack = await start_kserve_cluster()
     except Exception as err:
         _cannot_start("the KServe stack", err)
     try:
         async with plane.client() as client:
+            await add_status_connection(client)
             yield KServeCluster(plane, stack, client)
     finally:
         plane.stop()

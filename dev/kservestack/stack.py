@@ -7,7 +7,8 @@
 What runs beside etcd and kube-apiserver (all on 127.0.0.1, all supervised by the ControlPlane,
 so they are stopped with it and counted in its peak RSS):
 - kube-controller-manager with the workload controllers (KSERVE_CONTROLLERS), among them
-  node-lifecycle: without it the new Node keeps its not-ready taint and nothing schedules;
+  node-lifecycle (without it the new Node keeps its not-ready taint and nothing schedules) and the
+  HPA controller (KServe scales predictors through HPAs);
 - kube-scheduler, and kwok with one fake Node (GPUs included) that turns bound pods Running;
 - KServe's `manager` (InferenceService) and `llmisvc` (LLMInferenceService) built from KServe's
   module, each with its own TMPDIR holding the webhook serving certificate, and their admission
@@ -60,6 +61,9 @@ KSERVE_CONTROLLERS: Final = (
     "endpointslice-controller",
     "serviceaccount-controller",
     "node-lifecycle-controller",
+    # KServe's Standard mode scales a predictor through an HPA: without metrics the controller still
+    # keeps the Deployment at the HPA's minReplicas.
+    "horizontal-pod-autoscaler-controller",
 )
 SCHEDULER: Final = "kube-scheduler"
 KWOK: Final = "kwok"

@@ -34,8 +34,12 @@ def fixture(name: str) -> tuple[KubeObject, KubeObject]:
     return data["instance"], data["kserve"]
 
 
-def report(name: str, kserve: KubeObject | None = None) -> StatusReport:
+def report(name: str, kserve: KubeObject | None = None, phase: Phase | None = None) -> StatusReport:
+    """The mapping of fixture `name` (or of `kserve` in its place) for its Instance, whose current
+    phase is `phase`."""
     instance, recorded = fixture(name)
+    if phase is not None:
+        instance = {**instance, "status": {"phase": phase.value}}
     obj = kserve or recorded
     topology = LlmTopology(ProviderSettings()) if obj["kind"] == "LLMInferenceService" else PredictorTopology()
     observed = {(obj["kind"], obj["metadata"]["name"]): obj}
@@ -53,6 +57,7 @@ def test_every_scenario_is_recorded() -> None:
             "isvc-no-runtime",
             "isvc-pending",
             "isvc-ready",
+            "isvc-scaling",
             "isvc-unknown-runtime",
             "llmisvc-config-not-found",
             "llmisvc-gateway-routing",
@@ -104,6 +109,32 @@ def test_isvc_pending_pods_say_why_not_the_ingress() -> None:
     )
     assert condition(result, "KServeReady").reason == "PredictorIngressNotCreated"
     assert result.connection is None
+
+
+def test_isvc_scaling_up_stays_ready_while_the_model_serves() -> None:
+    """The HPA raises the Deployment to a new minReplicas: Kubernetes reports minimum availability
+    missing until the new pod is ready, and KServe drops Ready (and the ingress) meanwhile, though
+    the model keeps serving. A Ready Instance stays Ready and says so; a new one waits for KServe."""
+    _, recorded = fixture("isvc-scaling")
+    assert recorded["status"]["modelStatus"]["states"]["activeModelState"] == "Loaded"
+    result = report("isvc-scaling", phase=Phase.READY)
+    assert result.phase is Phase.READY
+    copies = recorded["status"]["modelStatus"]["copies"]["totalCopies"]
+    assert result.message == (
+        f"Serving from {copies} ready cop{'y' if copies == 1 else 'ies'} while KServe scales the predictor ({PENDING})"
+    )
+    assert result.connection is not None and result.connection.host == "iris-scale-predictor.models.svc.cluster.local"
+    assert condition(result, "KServeReady").status == "False"
+    # Not Ready before: KServe's word decides the first Ready.
+    for phase in (None, Phase.PROVISIONING):
+        first = report("isvc-scaling", phase=phase)
+        assert (first.phase, first.message) == (Phase.PROVISIONING, PENDING)
+
+
+def test_isvc_pending_pods_of_a_ready_instance_without_a_serving_copy_are_provisioning() -> None:
+    # The pending fixture has no loaded model: nothing serves, whatever the phase was.
+    result = report("isvc-pending", phase=Phase.READY)
+    assert (result.phase, result.message) == (Phase.PROVISIONING, PENDING)
 
 
 def test_isvc_without_a_runtime_for_the_format_fails() -> None:

@@ -6,6 +6,11 @@ Phases:
 - KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
   runtime, model failed to load) → Failed with a message that says what to do. The Go provider
   showed these as Provisioning forever (kserve-behavior §10.7); users need to see them;
+- a Ready Instance whose model still serves while KServe's Ready drops because the Deployment
+  scales up (the HPA raising replicas to a new minReplicas: with 25 % maxUnavailable rounding down
+  to 0, Kubernetes reports MinimumReplicasUnavailable until the new pod is ready, and KServe turns
+  Ready False) → stays Ready, the message saying it scales. Only an Instance that was Ready: the
+  first Ready is KServe's;
 - anything else → Provisioning with KServe's own words: the first component condition that is not
   True (PredictorReady says "Deployment does not have minimum availability." while the pods are
   pending, where Ready only says "Predictor ingress not created"), else Ready's.
@@ -122,7 +127,26 @@ def _progress_message(isvc: KubeObject) -> str:
     return CREATING_MESSAGE
 
 
-def predictor_status(isvc: KubeObject | None) -> StatusReport:
+def serving_while_scaling(isvc: KubeObject) -> str | None:
+    """The Ready message for a model that still serves while the predictor lacks minimum
+    availability (a scale-up or rollout in progress), else None."""
+    predictor = _condition(isvc, "PredictorReady") or {}
+    if predictor.get("status") != "False" or predictor.get("reason") != "MinimumReplicasUnavailable":
+        return None
+    model_status = (isvc.get("status") or {}).get("modelStatus") or {}
+    copies = (model_status.get("copies") or {}).get("totalCopies")
+    if (model_status.get("states") or {}).get("activeModelState") != "Loaded" or not isinstance(copies, int):
+        return None
+    if copies < 1:
+        return None
+    detail = str(predictor.get("message") or predictor["reason"])
+    return (
+        f"Serving from {copies} ready cop{'y' if copies == 1 else 'ies'} while KServe scales the predictor ({detail})"
+    )
+
+
+def predictor_status(isvc: KubeObject | None, *, was_ready: bool = False) -> StatusReport:
+    """`was_ready`: the Instance's current phase is Ready (a scale-up does not take it back)."""
     if isvc is None:
         return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
     conditions = passthrough_conditions(isvc)
@@ -131,6 +155,10 @@ def predictor_status(isvc: KubeObject | None) -> StatusReport:
         url = _address(isvc)
         details = connection_details(url) if url else None
         return StatusReport(Phase.READY, "", conditions, details)
+    if was_ready and (scaling := serving_while_scaling(isvc)) is not None:
+        url = _address(isvc)
+        details = connection_details(url) if url else None
+        return StatusReport(Phase.READY, scaling, conditions, details, requeue_after=REQUEUE_SECONDS)
     failure = model_failure(isvc)
     if failure is not None:
         # Still polled: installing the runtime (or the model appearing) heals it without an edit.
