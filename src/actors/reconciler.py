@@ -176,7 +176,13 @@ class InstanceReconciler:
 
         bundle = self._bundle_name(instance)
         resolved = self._resolve_versions(instance, bundle)
-        ctx = ReconcileContext(instance=resolved, client=self.client, shared=self.shared, available=ctx.available)
+        ctx = ReconcileContext(
+            instance=resolved,
+            client=self.client,
+            shared=self.shared,
+            available=ctx.available,
+            live=self._live(instance),
+        )
         valid = Condition(COND_VALID, "True", "Validated", "")
         try:
             with self._step("sync"):
@@ -225,6 +231,19 @@ class InstanceReconciler:
             return Outcome(requeue_after=self.config.poll_not_ready)
         return Outcome()
 
+    def _live(self, instance: KubeObject) -> Callable[[str, str], KubeObject | None]:
+        """Lookup of this Instance's derived objects in the watch index (unpacked on demand)."""
+        meta = instance["metadata"]
+        owner_key, uid = f"{meta['namespace']}/{meta['name']}", str(meta.get("uid", ""))
+        by_kind = self.applier.resources_by_kind
+
+        def live(kind: str, name: str) -> KubeObject | None:
+            resource = by_kind.get(kind)
+            ref = self.index.get(owner_key, resource, name) if resource is not None else None
+            return ref.object() if ref is not None and ref.owner_uid == uid else None
+
+        return live
+
     # -- finalizer ------------------------------------------------------------------------
 
     async def _add_finalizer(self, instance: KubeObject) -> None:
@@ -265,7 +284,13 @@ class InstanceReconciler:
             return Outcome()
         key = f"{meta['namespace']}/{meta['name']}"
         await self._write_status(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
-        ctx = ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
+        ctx = ReconcileContext(
+            instance=instance,
+            client=self.client,
+            shared=self.shared,
+            available=self.available(),
+            live=self._live(instance),
+        )
         with self._step("cleanup"):
             try:
                 await self.provider.cleanup(ctx)

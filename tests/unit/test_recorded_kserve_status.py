@@ -174,13 +174,49 @@ def test_llmisvc_ready_publishes_the_workload_service() -> None:
         assert condition(result, f"KServe{type_}").reason == type_
 
 
-def test_llmisvc_edited_spec_is_not_ready_until_kserve_observes_it() -> None:
+def test_llmisvc_edited_spec_waits_for_kserve_unless_it_serves() -> None:
     _, recorded = fixture("llmisvc-ready")
     edited = copy.deepcopy(recorded)
     edited["metadata"]["generation"] += 1
-    result = report("llmisvc-ready", edited)
-    assert result.phase is Phase.PROVISIONING
-    assert result.message == "Waiting for KServe to reconcile the LLMInferenceService (generation 2, observed 1)"
+    waiting = "Waiting for KServe to reconcile the LLMInferenceService (generation 2, observed 1)"
+    for phase in (None, Phase.PROVISIONING):
+        result = report("llmisvc-ready", edited, phase)
+        assert (result.phase, result.message) == (Phase.PROVISIONING, waiting)
+    # A Ready Instance being edited (more replicas, other resources) serves on: still Ready.
+    result = report("llmisvc-ready", edited, Phase.READY)
+    assert (result.phase, result.message) == (Phase.READY, f"{waiting}; the previous generation serves")
+    assert result.connection is not None and result.connection.port == "8000"
+    # Not when KServe's last word was not Ready.
+    _, pending = fixture("llmisvc-pending")
+    edited = copy.deepcopy(pending)
+    edited["metadata"]["generation"] += 1
+    result = report("llmisvc-pending", edited, Phase.READY)
+    assert (result.phase, result.message) == (Phase.PROVISIONING, waiting)
+
+
+def test_llmisvc_serving_through_a_failed_kserve_update_stays_ready() -> None:
+    """Seen while scaling a Ready service: KServe's update of its Deployment lost a conflict, and it
+    wrote Ready=False (ReconcileSingleNodeWorkloadError, workload.go) until its next pass, though
+    the pod kept serving. The recorded Ready object with the conditions KServe writes then."""
+    _, recorded = fixture("llmisvc-ready")
+    failed = copy.deepcopy(recorded)
+    error = (
+        "failed to reconcile main workload: failed to get defaults for v1.Deployment models/chat-kserve: Operation "
+        'cannot be fulfilled on deployments.apps "chat-kserve": the object has been modified; please apply your '
+        "changes to the latest version and try again"
+    )
+    for cond in failed["status"]["conditions"]:
+        if cond["type"] in ("MainWorkloadReady", "WorkloadsReady", "Ready"):
+            cond.update(status="False", reason="ReconcileSingleNodeWorkloadError", message=error)
+    assert failed["status"]["workloads"]["primary"]["readyReplicas"] == 1
+    result = report("llmisvc-ready", failed, Phase.READY)
+    assert result.phase is Phase.READY
+    assert result.message == f"Serving from 1 ready replica while KServe reconciles the LLMInferenceService ({error})"
+    assert result.connection is not None and result.connection.port == "8000"
+    assert condition(result, "KServeReady").reason == "ReconcileSingleNodeWorkloadError"
+    # The first Ready is KServe's.
+    first = report("llmisvc-ready", failed)
+    assert (first.phase, first.message) == (Phase.PROVISIONING, error)
 
 
 def test_llmisvc_pending_pods_are_provisioning_with_kserves_words() -> None:
