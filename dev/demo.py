@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +31,7 @@ from actors.kube import ApiError, KubeClient  # noqa: E402
 from actors.resources import INSTANCES, PROVIDERS, SECRETS  # noqa: E402
 from controlplane import ControlPlane, ControlPlaneError, create_or_replace, ensure_namespace, retry_transient  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
+from kservestack.provider import provider_process  # noqa: E402
 
 NAMESPACE = "demo"
 DERIVED = (
@@ -200,21 +198,6 @@ async def print_status(kube: KubeClient, names: list[str]) -> None:
                 print(f"    {key}: {value}")
 
 
-def start_provider(plane: ControlPlane) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "LORA_ADAPTER_CATALOG": (ROOT / "examples/lora-catalog.json").read_text(),
-        "PYTHONPATH": str(ROOT / "src"),
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "provider.cli", "run", "--kubeconfig", str(plane.kubeconfig), "--no-leader-elect",
-         "--metrics-port", "0", "--health-port", "0", "--validation-port", "0", "--poll-not-ready", "2"],
-        env=env,
-        stdout=PROVIDER_LOG.open("wb"),
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-
-
 async def run(plane: ControlPlane, kube: KubeClient, timeout: float) -> None:
     await ensure_namespace(kube, NAMESPACE)
     generated = yaml.safe_load((ROOT / "charts/provider-kserve/generated/provider-spec.yaml").read_text())
@@ -239,20 +222,13 @@ async def main(args: argparse.Namespace) -> None:
     started = time.monotonic()
     plane, stack = await start_kserve_cluster()
     print(f"cluster up in {time.monotonic() - started:.0f} s (KServe stack {stack.timings['total_start']:.0f} s)")
-    provider_proc: subprocess.Popen[bytes] | None = None
     try:
-        async with plane.client() as kube:
-            provider_proc = start_provider(plane)
-            await run(plane, kube, args.timeout)
+        with provider_process(plane, PROVIDER_LOG, "--poll-not-ready", "2"):
+            async with plane.client() as kube:
+                await run(plane, kube, args.timeout)
         peaks = plane.peak_rss_kib()
         print(f"\npeak RSS of the cluster: {sum(peaks.values()) / 1024:.0f} MiB; provider log: {PROVIDER_LOG}")
     finally:
-        if provider_proc is not None:
-            provider_proc.send_signal(signal.SIGTERM)
-            try:
-                provider_proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                provider_proc.kill()
         if args.keep:
             plane.keep_dir = True
             print(f"logs kept in {plane.workdir}")

@@ -40,6 +40,7 @@ from controlplane import (
     shared_dir,
 )
 from provider import rbac
+from tests.support.kserve import KServeCluster
 
 pytestmark = pytest.mark.integration
 
@@ -308,6 +309,17 @@ def test_template_defaults(chart: Path) -> None:
     # KServe's own Go templates inside the presets are left for the controller.
     route = configs["kserve-config-llm-router-route"]
     assert "{{ .GlobalConfig.IngressGatewayNamespace }}" in json.dumps(route)
+
+
+def test_local_cluster_installs_the_charts_cpu_preset(chart: Path) -> None:
+    """The KServe stack of the tests and the demo (dev/kservestack) builds `kserve-config-llm-cpu`
+    from the chart's values: it must be what the chart renders."""
+    from kservestack.manifests import CPU_PRESET_NAME, cpu_preset
+
+    rendered = one(render(chart, namespace="kserve"), "LLMInferenceServiceConfig", CPU_PRESET_NAME)
+    ours = cpu_preset("kserve")
+    assert (ours["apiVersion"], ours["metadata"]["namespace"]) == (rendered["apiVersion"], "kserve")
+    assert ours["spec"] == rendered["spec"]
 
 
 # -- template: toggles ------------------------------------------------------------------------------
@@ -939,19 +951,26 @@ def example(name: str, namespace: str, **topology_parameters: Any) -> KubeObject
     return doc
 
 
+@pytest.mark.kserve
 async def test_provider_reconciles_under_chart_rbac(
-    controlplane: ControlPlane, kube: KubeClient, namespace: str, chart: Path, tmp_path: Path
+    kserve: KServeCluster, kserve_namespace: str, chart: Path, tmp_path: Path
 ) -> None:
     """The provider, with the chart's environment and only the chart's RBAC (a ServiceAccount token),
-    reconciles an llm Instance (inline config, HF token ServiceAccount, PodMonitor, NodePort
-    Service), an AI Gateway llm Instance (route and token quota) and a predictor Instance to their
-    derived objects, status and connection Secrets, then deletes them: without a single 403."""
-    from actors.resources import INSTANCES, PROVIDERS
+    against KServe's real controllers, reconciles an llm Instance (inline config, HF token
+    ServiceAccount, PodMonitor, NodePort Service), an AI Gateway llm Instance (route and token
+    quota) and a predictor Instance to their derived objects, Ready status (KServe's word) and
+    connection Secrets, then deletes them: without a single 403."""
+    from actors.resources import INSTANCES, PROVIDERS, SECRETS
     from provider.kserve import build_provider
     from provider.llm import kinds as llm_kinds
     from provider.predictor.translate import INFERENCE_SERVICE
     from tests.support.runtime import running_manager, wait_for
 
+    controlplane, kube, namespace = kserve.plane, kserve.kube, kserve_namespace
+    # The Secret hfToken.secretName names, as users create it: KServe reads it for the model pods.
+    token = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": namespace},
+             "stringData": {"HF_TOKEN": "hf_test"}}  # fmt: skip
+    await kube.create(SECRETS, token)
     release = f"pk-{namespace}"
     docs = render(
         chart,
@@ -997,26 +1016,7 @@ async def test_provider_reconciles_under_chart_rbac(
 
             await wait_for(derived, timeout=60)
 
-            # Play KServe: both workloads Ready, so the provider writes the connection Secrets.
-            now = "2026-01-01T00:00:00Z"
-            ready = [{"type": "Ready", "status": "True", "lastTransitionTime": now}]
-            llmisvc = await kube.get(llm_kinds.LLM_INFERENCE_SERVICE, namespace, llm["metadata"]["name"])
-            assert llmisvc is not None
-            await kube.patch(
-                llm_kinds.LLM_INFERENCE_SERVICE,
-                namespace,
-                llm["metadata"]["name"],
-                {"status": {"conditions": ready, "observedGeneration": llmisvc["metadata"]["generation"]}},
-                subresource="status",
-            )
-            await kube.patch(
-                INFERENCE_SERVICE,
-                namespace,
-                predictor["metadata"]["name"],
-                {"status": {"conditions": ready, "url": f"http://iris.{namespace}.example.com"}},
-                subresource="status",
-            )
-
+            # KServe runs both workloads: Ready, so the provider writes the connection Secrets.
             async def connected() -> bool:
                 for body in (llm, predictor):
                     got = await kube.get(INSTANCES, namespace, body["metadata"]["name"]) or {}
@@ -1025,7 +1025,7 @@ async def test_provider_reconciles_under_chart_rbac(
                         return False
                 return True
 
-            await wait_for(connected, timeout=60)
+            await wait_for(connected, timeout=120)
             for body in instances:
                 await kube.delete(INSTANCES, namespace, body["metadata"]["name"])
 
