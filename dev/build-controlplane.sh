@@ -37,6 +37,9 @@ need() {
 
 log() { printf '[build-controlplane] %s\n' "$*" >&2; }
 
+# One top-level field of the JSON document on stdin (go mod download -json, go mod edit -json).
+json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+
 # The wrapper module, pinned to K8S_VERSION (idempotent; the caller holds the lock).
 prepare_k8s_module() {
   local work="$1"
@@ -50,7 +53,7 @@ prepare_k8s_module() {
   log "downloading k8s.io/kubernetes@v$K8S_VERSION module (first run: several hundred MB)"
   local gomod
   gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    json_field GoMod)
   local staging
   staging=$(grep -oE 'k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | cut -d' ' -f1)
   for module in $staging; do
@@ -149,8 +152,8 @@ prepare_kserve_module() {
   local info
   info=$(go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION")
   local gomod
-  gomod=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$info")
-  go mod edit -go="$(go mod edit -json "$gomod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
+  gomod=$(json_field GoMod <<<"$info")
+  go mod edit -go="$(go mod edit -json "$gomod" | json_field Go)"
   # KServe's replace directives, each exactly as its go.mod states it.
   local replace
   while read -r replace; do
@@ -220,7 +223,7 @@ install_kwok() { # bin
   log "building kwok $KWOK_VERSION from sigs.k8s.io/kwok/cmd/kwok"
   GOBIN="$bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
   local source
-  source=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  source=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | json_field Dir)
   rm -rf "$bin/stage.tmp"
   cp -r "$source/kustomize/stage" "$bin/stage.tmp"
   chmod -R u+w "$bin/stage.tmp"
