@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
+.PHONY: demo test lint unit integration binaries kserve-binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -21,12 +21,20 @@ venv: $(STAMP)
 binaries:
 	dev/build-controlplane.sh controlplane
 
-## demo: a local control plane, the CRDs, the provider, examples/ applied; prints objects and status
-demo: $(STAMP) binaries
+## kserve-binaries: KServe's manager and llmisvc, kwok, kube-scheduler (built once, cached; cold ~30 min)
+kserve-binaries: binaries
+	dev/build-controlplane.sh scheduler >/dev/null
+	dev/build-controlplane.sh kwok >/dev/null
+	dev/build-controlplane.sh kserve >/dev/null
+
+## demo: a local cluster with the real KServe controllers, the CRDs, the provider, examples/ applied;
+## prints each Instance going Provisioning -> Ready, then the objects and status
+demo: $(STAMP) kserve-binaries
 	$(BIN)/python dev/demo.py
 
-## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd)
-test: $(STAMP) binaries lint
+## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd, and on the
+## real KServe controllers)
+test: $(STAMP) kserve-binaries lint
 	$(BIN)/pytest -q
 
 ## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
@@ -48,7 +56,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
-integration: $(STAMP) binaries
+integration: $(STAMP) kserve-binaries
 	$(BIN)/pytest -q -m integration
 
 ## image: the provider image from dev/Dockerfile with buildah (no Docker, no registry; root), plus the

@@ -7,15 +7,24 @@
 # with ./staging paths; replace directives of a dependency are ignored, so we pin each staging
 # module to its published v0.X.Y in our own go.mod.
 #
-# Usage: dev/build-controlplane.sh [controlplane|node|helm|tilt|all]   (default: controlplane)
+# KServe's controllers need a wrapper module too: its go.mod replaces controller-runtime, k8s.io/*
+# and a few others, and those directives only count in the main module, so ours copies them.
+#
+# Usage: dev/build-controlplane.sh [controlplane|node|scheduler|kserve|kwok|helm|tilt|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, etcd
 #   node          kubelet, kube-scheduler, kube-proxy, kubectl (same wrapper module and version)
+#   scheduler     kube-scheduler alone (for kwok's fake nodes)
+#   kserve        KServe's manager (InferenceService) and llmisvc (LLMInferenceService) controllers,
+#                 plus KServe's config/ (ConfigMap, ClusterServingRuntimes) from the same module
+#   kwok          kwok (fake nodes and pods) and its Stage definitions
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.34.4}"
 STAGING_VERSION="0.${K8S_VERSION#1.}"
 HELM_VERSION="${HELM_VERSION:-v3.19.0}"
 TILT_VERSION="${TILT_VERSION:-v0.35.2}"
+KSERVE_VERSION="${KSERVE_VERSION:-v0.20.0}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE="${PROVIDER_KSERVE_CACHE:-$HOME/.cache/provider-kserve}"
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
@@ -27,6 +36,9 @@ need() {
 }
 
 log() { printf '[build-controlplane] %s\n' "$*" >&2; }
+
+# One top-level field of the JSON document on stdin (go mod download -json, go mod edit -json).
+json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 # The wrapper module, pinned to K8S_VERSION (idempotent; the caller holds the lock).
 prepare_k8s_module() {
@@ -41,7 +53,7 @@ prepare_k8s_module() {
   log "downloading k8s.io/kubernetes@v$K8S_VERSION module (first run: several hundred MB)"
   local gomod
   gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    json_field GoMod)
   local staging
   staging=$(grep -oE 'k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | cut -d' ' -f1)
   for module in $staging; do
@@ -133,6 +145,109 @@ build_node() {
   echo "$work/bin"
 }
 
+# The KServe wrapper module (idempotent; the caller holds the lock).
+prepare_kserve_module() {
+  local work="$1"
+  mkdir -p "$work/bin"
+  cd "$work"
+  [[ -f .prepared ]] && return
+  need go "the KServe controllers"
+  need python3 "the KServe controllers"
+  [[ -f go.mod ]] || go mod init local.invalid/kservebin >&2
+  log "downloading github.com/kserve/kserve@$KSERVE_VERSION module"
+  local info
+  info=$(go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION")
+  local gomod
+  gomod=$(json_field GoMod <<<"$info")
+  go mod edit -go="$(go mod edit -json "$gomod" | json_field Go)"
+  # KServe's replace directives, each exactly as its go.mod states it.
+  local replace
+  while read -r replace; do
+    go mod edit -replace="$replace"
+  done < <(go mod edit -json "$gomod" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    old, new = r["Old"], r["New"]
+    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
+    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
+    print(f"{lhs}={rhs}")')
+  log "resolving dependencies"
+  go get "github.com/kserve/kserve@$KSERVE_VERSION" >&2
+  cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "github.com/kserve/kserve/cmd/llmisvc"
+	_ "github.com/kserve/kserve/cmd/manager"
+)
+GO
+  go mod tidy >&2 || true
+  touch .prepared
+}
+
+# manager and llmisvc, and KServe's config/ copied beside them (the harness installs its
+# ConfigMap defaults and ClusterServingRuntimes). Renamed into place only after all are built.
+build_kserve_commands() { # work-dir
+  local work="$1" bin="$1/bin"
+  if [[ -x "$bin/manager" && -x "$bin/llmisvc" && -d "$work/config" ]]; then
+    log "kserve manager, llmisvc $KSERVE_VERSION cached in $bin"
+    return
+  fi
+  prepare_kserve_module "$work"
+  local name
+  for name in manager llmisvc; do
+    [[ -x "$bin/$name" ]] && continue
+    log "compiling kserve $name $KSERVE_VERSION (cold: manager ~10-20 min on 2 cores, llmisvc ~2 min after it)"
+    go build -p "$(nproc)" -trimpath -ldflags "-s -w" -o "$bin/$name.tmp" "github.com/kserve/kserve/cmd/$name"
+    mv "$bin/$name.tmp" "$bin/$name"
+  done
+  local source
+  source=$(go list -m -f '{{.Dir}}' github.com/kserve/kserve)
+  rm -rf "$work/config.tmp"
+  cp -r "$source/config" "$work/config.tmp"
+  chmod -R u+w "$work/config.tmp"
+  mv "$work/config.tmp" "$work/config"
+}
+
+build_kserve() {
+  local work="$CACHE/kserve-$KSERVE_VERSION"
+  with_lock "$work" build_kserve_commands "$work"
+  echo "$work/bin"
+}
+
+# kwok's Stage definitions (kustomize/stage/) are copied beside the binary: the harness passes
+# them with --config.
+install_kwok() { # bin
+  local bin="$1"
+  if [[ -x "$bin/kwok" && -d "$bin/stage" ]]; then
+    log "kwok $KWOK_VERSION cached in $bin"
+    return
+  fi
+  need go "kwok"
+  log "building kwok $KWOK_VERSION from sigs.k8s.io/kwok/cmd/kwok"
+  GOBIN="$bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+  local source
+  source=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | json_field Dir)
+  rm -rf "$bin/stage.tmp"
+  cp -r "$source/kustomize/stage" "$bin/stage.tmp"
+  chmod -R u+w "$bin/stage.tmp"
+  mv "$bin/stage.tmp" "$bin/stage"
+}
+
+build_kwok() {
+  local bin="$CACHE/tools/kwok-$KWOK_VERSION"
+  with_lock "$bin" install_kwok "$bin"
+  echo "$bin"
+}
+
+build_scheduler() {
+  local work="$CACHE/k8s-$K8S_VERSION"
+  with_lock "$work" build_k8s_commands "$work" kube-scheduler
+  echo "$work/bin"
+}
+
 install_tool() { # name module version bin
   local name="$1" module="$2" version="$3" bin="$4"
   if [[ -x "$bin/$name" ]]; then
@@ -155,11 +270,16 @@ case "${1:-controlplane}" in
   node) build_node ;;
   helm) build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
   tilt) build_tool tilt github.com/tilt-dev/tilt/cmd/tilt "$TILT_VERSION" ;;
+  scheduler) build_scheduler ;;
+  kserve) build_kserve ;;
+  kwok) build_kwok ;;
   all)
     build_controlplane
     build_node
+    build_kserve
+    build_kwok
     build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
     build_tool tilt github.com/tilt-dev/tilt/cmd/tilt "$TILT_VERSION"
     ;;
-  *) echo "usage: $0 [controlplane|node|helm|tilt|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [controlplane|node|scheduler|kserve|kwok|helm|tilt|all]" >&2; exit 2 ;;
 esac

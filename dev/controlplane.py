@@ -8,6 +8,8 @@ on 127.0.0.1 only, on free ports, with data, certificates and logs in a temporar
     .venv/bin/python dev/controlplane.py up     # start, install CRDs, print `export KUBECONFIG=`
                                                 # (--kubeconfig-out PATH), block until signalled
     .venv/bin/python dev/controlplane.py check  # start, install CRDs, print timings + peak RSS
+    ... up --kserve / check --kserve            # plus KServe's controllers, a scheduler and a kwok
+                                                # Node (dev/kservestack)
 
 Binaries come from `KUBEBUILDER_ASSETS` (the envtest convention) when set, else from
 dev/build-controlplane.sh, which builds them from Go modules once and caches them.
@@ -42,7 +44,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+import aiohttp
 import yaml
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
 from actors.interface import KubeObject, Resource
 from actors.kube import ApiError, KubeClient
@@ -85,14 +89,16 @@ LLM_ISVC_CONFIG = Resource("serving.kserve.io", "v1alpha2", "llminferenceservice
 # The `kubernetes` Service's ClusterIP: the first address of --service-cluster-ip-range.
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"
-# What the controller manager runs by default: enough for the tests of a node-less control plane.
-DEFAULT_CONTROLLERS = ("garbage-collector-controller", "namespace-controller")
 
 _PR_SET_PDEATHSIG = 1
 
 # Seconds between SIGTERM and SIGKILL. kube-apiserver stops listening at once on SIGTERM but then
 # waits 60 s (measured) for open watches to drain; all its state is in etcd, so cut that short.
 _STOP_GRACE = {ETCD: 10.0, APISERVER: 2.0, CONTROLLER_MANAGER: 5.0}
+
+# What kube-controller-manager runs by default here: enough for ownerReferences and namespaces.
+# Workloads (Deployments becoming pods on a node) need more; see `controllers=`.
+DEFAULT_CONTROLLERS: tuple[str, ...] = ("garbage-collector-controller", "namespace-controller")
 
 
 class ControlPlaneError(RuntimeError):
@@ -225,6 +231,24 @@ def load_llm_presets() -> list[KubeObject]:
 # -- API operations ---------------------------------------------------------------------------
 
 
+def transient(err: BaseException) -> bool:
+    """What a busy or restarting API server answers and a retry fixes: 429, any 5xx (a 504 on a
+    large CRD under load was seen), timeouts and dropped connections."""
+    if isinstance(err, ApiError):
+        return err.status == 429 or err.status >= 500
+    return isinstance(err, TimeoutError | aiohttp.ClientError | ConnectionError)
+
+
+# For set-up calls: a loaded machine must slow them down, not abort them.
+retry_transient = retry(
+    retry=retry_if_exception(transient),
+    wait=wait_exponential(multiplier=0.2, max=5.0) + wait_random(0, 0.5),
+    stop=stop_after_delay(180),
+    reraise=True,
+)
+
+
+@retry_transient
 async def create_or_replace(client: KubeClient, res: Resource, obj: KubeObject) -> KubeObject:
     """POST, or PUT over an existing object. Not apply: client-side apply would put the whole
     object into an annotation (256 KiB limit, the big KServe CRDs are ~0.7 MB of JSON)."""
@@ -252,14 +276,17 @@ async def wait_established(client: KubeClient, names: Iterable[str], timeout: fl
     pending = set(names)
     deadline = time.monotonic() + timeout
     while pending:
-        items, rv = await client.list_all(CRD)
+        try:
+            items, rv = await retry_transient(client.list_all)(CRD)
+        except Exception as err:
+            raise ControlPlaneError(f"listing CRDs failed: {err}") from err
         pending -= {c["metadata"]["name"] for c in items if _established(c)}
         remaining = deadline - time.monotonic()
         if not pending:
             return
         if remaining <= 0:
             raise ControlPlaneError(f"CRDs not Established after {timeout:.0f}s: {sorted(pending)}")
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(TimeoutError, ApiError, aiohttp.ClientError, ConnectionError):
             async with asyncio.timeout(remaining):
                 async for event in client.watch(CRD, None, rv, timeout_seconds=max(1, int(remaining))):
                     obj = event.get("object") or {}
@@ -286,6 +313,10 @@ async def wait_served(client: KubeClient, crds: Iterable[KubeObject], timeout: f
             except ValueError:
                 # A group the apiserver does not serve yet answers 404 with a plain-text body,
                 # which KubeClient.request fails to decode as JSON.
+                continue
+            except Exception as err:
+                if not transient(err):
+                    raise
                 continue
             if wanted[group_version] <= served:
                 del wanted[group_version]
@@ -343,6 +374,7 @@ async def install_llm_presets(client: KubeClient, namespace: str) -> list[str]:
     return sorted(p["metadata"]["name"] for p in presets)
 
 
+@retry_transient
 async def ensure_namespace(client: KubeClient, name: str) -> None:
     try:
         await client.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -414,6 +446,7 @@ class _Process:
     name: str
     args: list[str]
     log: Path
+    env: dict[str, str] | None = None  # the whole environment; None inherits ours
     popen: subprocess.Popen[bytes] | None = None
     log_file: IO[bytes] | None = None
 
@@ -421,6 +454,7 @@ class _Process:
         self.log_file = self.log.open("ab")
         self.popen = subprocess.Popen(
             self.args,
+            env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=self.log_file,
             stderr=subprocess.STDOUT,
@@ -563,6 +597,8 @@ class ControlPlane:
     user_tokens: dict[str, str] = field(init=False, default_factory=dict)
     timings: dict[str, float] = field(init=False, default_factory=dict)
     _procs: dict[str, _Process] = field(init=False, default_factory=dict)
+    # Started by add_process (a scheduler, kwok, controllers), in start order, with stop graces.
+    _extra: dict[str, tuple[_Process, float]] = field(init=False, default_factory=dict)
     _peaks: dict[str, int] = field(init=False, default_factory=dict)
 
     # -- paths ------------------------------------------------------------------------------
@@ -632,7 +668,11 @@ class ControlPlane:
         return names
 
     def stop(self) -> None:
-        """Stop every process (controller-manager, apiserver, etcd) and remove the temp dir."""
+        """Stop every process (those added last first, then controller-manager, apiserver, etcd)
+        and remove the temp dir."""
+        for extra, grace in reversed(list(self._extra.values())):
+            self._sample_peak(extra)
+            extra.stop(grace)
         for name in (CONTROLLER_MANAGER, APISERVER, ETCD):
             proc = self._procs.get(name)
             if proc is not None:
@@ -800,6 +840,34 @@ class ControlPlane:
         self._wait(proc, lambda: _http_ok(url, insecure), timeout=60.0)
         self.timings["controller_manager_ready"] = time.monotonic() - started
 
+    def add_process(
+        self,
+        name: str,
+        args: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        ready: Callable[[], bool] | None = None,
+        timeout: float = 120.0,
+        grace: float = 5.0,
+    ) -> _Process:
+        """Start one more process beside the control plane and wait until `ready()`. Its log is
+        `<workdir>/<name>.log`; it is stopped (SIGTERM, `grace` seconds, SIGKILL) before the
+        control plane, and counted in peak_rss_kib()."""
+        if name in self._procs or name in self._extra:
+            raise ControlPlaneError(f"a process named {name} is already supervised")
+        proc = _Process(name, args, self.workdir / f"{name}.log", env=env)
+        self._extra[name] = (proc, grace)
+        started = time.monotonic()
+        proc.start()
+        if ready is not None:
+            self._wait(proc, ready, timeout)
+            self.timings[f"{name}_ready"] = time.monotonic() - started
+        return proc
+
+    def process(self, name: str) -> _Process:
+        """A process started by add_process (to restart it, or read its log)."""
+        return self._extra[name][0]
+
     def _wait(self, proc: _Process, ready: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not ready():
@@ -843,7 +911,7 @@ class ControlPlane:
 
     def peak_rss_kib(self) -> dict[str, int]:
         """Peak resident set (VmHWM, KiB) per control-plane process, kept across restarts."""
-        for proc in self._procs.values():
+        for proc in [*self._procs.values(), *(p for p, _ in self._extra.values())]:
             self._sample_peak(proc)
         return {name: kib for name, kib in self._peaks.items() if kib}
 
@@ -920,8 +988,18 @@ def _format_rss(peaks: dict[str, int]) -> str:
     return f"{sum(peaks.values()) / 1024:.0f} MiB ({', '.join(parts)})"
 
 
-async def _up(plane: ControlPlane, args: argparse.Namespace) -> None:
+async def _start(plane: ControlPlane, args: argparse.Namespace) -> list[str]:
     names = await plane.start_with_crds(exclude=args.exclude)
+    if args.kserve:
+        from kservestack import KServeStack  # it imports this module
+
+        stack = await KServeStack(plane).start()
+        plane.timings.update({f"kserve {k}": v for k, v in stack.timings.items()})
+    return names
+
+
+async def _up(plane: ControlPlane, args: argparse.Namespace) -> None:
+    names = await _start(plane, args)
     if args.presets_namespace:
         await plane.install_llm_presets(args.presets_namespace)
     kubeconfig = plane.kubeconfig
@@ -955,6 +1033,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--exclude", action="append", default=[], help="CRD group or CRD name to skip")
         p.add_argument("--no-controller-manager", action="store_true", help="run without GC/namespace controllers")
         p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data) after stopping")
+        p.add_argument("--kserve", action="store_true", help="also run KServe's controllers, a scheduler and kwok")
     args = parser.parse_args(argv)
     if getattr(args, "kubeconfig_out", None):
         args.kubeconfig_out = Path(args.kubeconfig_out).resolve()
@@ -963,16 +1042,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(find_binaries())
         return 0
 
-    plane = ControlPlane(controller_manager=not args.no_controller_manager, keep_dir=args.keep)
+    controllers = DEFAULT_CONTROLLERS
+    if args.kserve:
+        from kservestack import KSERVE_CONTROLLERS
+
+        controllers = KSERVE_CONTROLLERS
+    plane = ControlPlane(controller_manager=not args.no_controller_manager, controllers=controllers, keep_dir=args.keep)
     try:
         if args.command == "up":
             asyncio.run(_up(plane, args))
             _block_until_signal()
         else:
-            asyncio.run(plane.start_with_crds(exclude=args.exclude))
+            asyncio.run(_start(plane, args))
             for name, seconds in plane.timings.items():
-                print(f"{name:>26}: {seconds:6.2f} s")
-            print(f"{'peak RSS':>26}: {_format_rss(plane.peak_rss_kib())}")
+                print(f"{name:>32}: {seconds:6.2f} s")
+            print(f"{'peak RSS':>32}: {_format_rss(plane.peak_rss_kib())}")
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

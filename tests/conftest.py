@@ -1,7 +1,9 @@
 """Shared fixtures: one real local control plane (etcd + kube-apiserver + GC/namespace controllers)
-per test session, an admin client for it, and a fresh namespace per test.
+per test session, an admin client for it, and a fresh namespace per test; and, for the tests whose
+subject is what KServe reports, a second one running the real KServe controllers (`kserve`,
+`kserve_namespace`).
 
-The control plane is started lazily, only by tests that ask for it (the integration tests).
+Both are started lazily, only by tests that ask for them, and once per session.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import pytest_asyncio
@@ -21,6 +24,13 @@ if str(DEV_DIR) not in sys.path:
 
 from actors.kube import KubeClient  # noqa: E402
 from controlplane import NAMESPACE, ControlPlane  # noqa: E402
+from kservestack import start_kserve_cluster  # noqa: E402
+from tests.support.kserve import KServeCluster, add_status_connection  # noqa: E402
+
+
+def _cannot_start(what: str, err: BaseException) -> NoReturn:
+    where = "in CI" if os.environ.get("CI") else "locally"
+    pytest.fail(f"{what} could not start ({where}): {err}", pytrace=False)
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -34,8 +44,7 @@ async def controlplane() -> AsyncIterator[ControlPlane]:
     try:
         await plane.start_with_crds()
     except Exception as err:
-        where = "in CI" if os.environ.get("CI") else "locally"
-        pytest.fail(f"the local control plane could not start ({where}): {err}", pytrace=False)
+        _cannot_start("the local control plane", err)
     try:
         yield plane
     finally:
@@ -61,3 +70,32 @@ async def namespace(kube: KubeClient) -> AsyncIterator[str]:
         yield name
     finally:
         await kube.delete(NAMESPACE, None, name)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def kserve() -> AsyncIterator[KServeCluster]:
+    """Started once per session, beside (not instead of) `controlplane`: KServe's webhooks default
+    and its controllers finalize every KServe object, which the tests of our own objects must not
+    see. Its Instance CRD has the newer core's status.connection. Fails (never skips) when it
+    cannot start."""
+    try:
+        plane, stack = await start_kserve_cluster()
+    except Exception as err:
+        _cannot_start("the KServe stack", err)
+    try:
+        async with plane.client() as client:
+            await add_status_connection(client)
+            yield KServeCluster(plane, stack, client)
+    finally:
+        plane.stop()
+
+
+@pytest_asyncio.fixture
+async def kserve_namespace(kserve: KServeCluster) -> AsyncIterator[str]:
+    """A fresh namespace on the KServe cluster, deleted afterwards (with what KServe created)."""
+    name = f"k-{uuid.uuid4().hex[:10]}"
+    await kserve.kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        await kserve.kube.delete(NAMESPACE, None, name)

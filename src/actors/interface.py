@@ -8,7 +8,7 @@ exist, what is its status given what exists, and what extra cleanup is needed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -140,6 +140,9 @@ class ReconcileContext:
     available: frozenset[Resource] = field(default_factory=frozenset)
     # Derived objects as stored after this pass's apply (or as last observed), by (kind, name).
     observed: Mapping[tuple[str, str], KubeObject] = field(default_factory=dict)
+    # A derived object of this Instance as the runtime's watch last saw it, by kind and name (None
+    # when there is none); for desired() decisions that depend on what another controller did.
+    live: Callable[[str, str], KubeObject | None] = field(default=lambda kind, name: None)
 
     @property
     def key(self) -> ObjectKey:

@@ -145,7 +145,13 @@ class InstanceReconciler:
                 self.metrics.step_seconds.labels(step=name).observe(time.perf_counter() - started)
 
     def _context(self, instance: KubeObject) -> ReconcileContext:
-        return ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
+        return ReconcileContext(
+            instance=instance,
+            client=self.client,
+            shared=self.shared,
+            available=self.available(),
+            live=self._live(instance),
+        )
 
     async def _reconcile(self, key: str, instance: KubeObject) -> Outcome:
         meta = instance["metadata"]
@@ -245,6 +251,20 @@ class InstanceReconciler:
         if isinstance(err, NameClash):
             return Outcome(requeue_after=NAME_CLASH_RETRY)
         return Outcome(failed=True)
+
+    def _live(self, instance: KubeObject) -> Callable[[str, str], KubeObject | None]:
+        """Lookup of this Instance's derived objects in the watch index (unpacked on demand)."""
+        meta = instance["metadata"]
+        owner_key, uid = f"{meta['namespace']}/{meta['name']}", str(meta.get("uid", ""))
+        by_kind = self.applier.resources_by_kind
+
+        def live(kind: str, name: str) -> KubeObject | None:
+            resource = by_kind.get(kind)
+            ref = self.index.get(owner_key, resource, name) if resource is not None else None
+            return ref.object() if ref is not None and ref.owner_uid == uid else None
+
+        return live
+
 
     # -- deletion, and an Instance handed to another provider -----------------------------
 

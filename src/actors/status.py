@@ -46,14 +46,15 @@ def bounded_message(text: str) -> str:
     return text[: MAX_MESSAGE - len(_ELLIPSIS)] + _ELLIPSIS
 
 
-def valid_reason(raw: Any, status: str) -> str:
-    """A valid metav1 reason: `raw` when it is one, else its words in CamelCase, else a default."""
+def valid_reason(raw: Any, status: str, fallback: str | None = None) -> str:
+    """A valid metav1 reason: `raw` when it is one, else its words in CamelCase, else `fallback`,
+    else a default for the status."""
     text = str(raw or "")
     if len(text) <= _REASON_MAX and _REASON.fullmatch(text):
         return text
     words = re.findall(r"[A-Za-z0-9]+", text)
     camel = "".join(w[:1].upper() + w[1:] for w in words).lstrip("0123456789")[:_REASON_MAX]
-    return camel or _FALLBACK_REASON.get(status, "Unknown")
+    return camel or fallback or _FALLBACK_REASON.get(status, "Unknown")
 
 
 def valid_condition_type(type_: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import structlog
 from pydantic import ValidationError
@@ -31,7 +32,8 @@ from provider.errors import first_error_message
 from provider.field_rules import check_object_name
 from provider.gateway_actor import AIGatewayActor, BaseURL
 from provider.instance import Instance
-from provider.llm.kinds import NODE, OPTIONAL
+from provider.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
+from provider.llm.kinds import LLM_INFERENCE_SERVICE_CONFIG, NODE, OPTIONAL
 from provider.llm.quote import quote
 from provider.names import PROVIDER_NAME
 from provider.namespace_actor import NamespaceLevels
@@ -185,7 +187,11 @@ class KServeProvider:
         self.check(ctx.instance, await self.catalogs())
 
     async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
-        return self.render(ctx.instance, catalogs=await self.catalogs(), available=ctx.available)
+        desired = self.render(ctx.instance, catalogs=await self.catalogs(), available=ctx.available)
+        if (in_use := config_still_in_use(desired, ctx.live)) is not None:
+            desired.insert(0, in_use)
+        await self._release_held_config(ctx)
+        return desired
 
     async def status(self, ctx: ReconcileContext) -> StatusReport:
         try:
@@ -202,8 +208,23 @@ class KServeProvider:
         return handler.status(instance, ctx.observed, inputs)
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
-        """Nothing beyond the runtime's own cleanup: it deletes every object we own (all carry the
-        Instance's controller reference), including the LLMInferenceService and its config."""
+        """The runtime deletes every object we own (all carry the Instance's controller reference),
+        including the LLMInferenceService and its config; while the config is held by KServe's
+        finalizer after the service went, KServe is asked to look again (on every retry)."""
+        await self._release_held_config(ctx)
+
+    async def _release_held_config(self, ctx: ReconcileContext) -> None:
+        config = held_config(ctx.instance["metadata"]["name"], ctx.live)
+        if config is None:
+            return
+        meta = config["metadata"]
+        touch = {"metadata": {"annotations": {RELEASE_ANNOTATION: datetime.now(UTC).isoformat()}}}
+        log.info("asking KServe to release the config it holds", config=meta["name"])
+        try:
+            await ctx.client.patch(LLM_INFERENCE_SERVICE_CONFIG, meta["namespace"], meta["name"], touch)
+        except ApiError as err:
+            if err.status != 404:
+                raise
 
     async def _node_addresses(self, ctx: ReconcileContext) -> list[str]:
         try:

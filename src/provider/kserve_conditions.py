@@ -3,12 +3,14 @@ passed through onto the Instance as `KServe<Type>` conditions with valid metav1 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from actors.interface import Condition, KubeObject
 from actors.status import valid_reason
 
 CONDITION_PREFIX: Final = "KServe"
+_STATUSES: Final = frozenset({"True", "False", "Unknown"})
 
 
 def conditions(obj: KubeObject) -> list[dict[str, Any]]:
@@ -24,17 +26,30 @@ def is_true(cond: dict[str, Any] | None) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
+def _fallback_reason(type_: str, status: str) -> str:
+    """For a condition KServe writes without a reason: what the condition itself says, so
+    `Stopped=False` (the service runs) reads `NotStopped`, never a filler such as `NotReady`."""
+    if status == "Unknown":
+        return "Unknown"
+    words = re.findall(r"[A-Za-z0-9]+", type_)
+    camel = "".join(w[:1].upper() + w[1:] for w in words).lstrip("0123456789")[:1000] or "Condition"
+    return camel if status == "True" else f"Not{camel}"
+
+
 def passthrough_conditions(obj: KubeObject) -> list[Condition]:
+    """KServe's conditions with KServe's reason when it is a valid one, else its words in
+    CamelCase (KServe 0.20 puts sentences such as "Predictor ingress not created" there), else one
+    derived from the condition itself."""
     out: list[Condition] = []
     for cond in conditions(obj):
         status = str(cond.get("status"))
-        if status not in ("True", "False", "Unknown"):
+        if status not in _STATUSES:
             status = "Unknown"
         out.append(
             Condition(
                 type=CONDITION_PREFIX + cond["type"],
                 status=status,
-                reason=valid_reason(cond.get("reason"), status),
+                reason=valid_reason(cond.get("reason"), status, _fallback_reason(cond["type"], status)),
                 message=str(cond.get("message") or ""),
             )
         )

@@ -1,8 +1,9 @@
 """The Envoy AI Gateway integration through the real runtime, with the real Gateway API, Envoy AI
 Gateway and Envoy Gateway CRDs.
 
-No Envoy controller runs: the test writes what it would (the AIGatewayRoute's Accepted condition,
-the Gateway's address) through the status subresources, and plays KServe the same way.
+KServe's real controllers run (the `kserve` fixture); no Envoy controller does: the test writes what
+Envoy would (the AIGatewayRoute's Accepted condition, the Gateway's address) through the status
+subresources.
 """
 
 from __future__ import annotations
@@ -26,19 +27,13 @@ from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
 from provider.topology import Catalogs
 from tests.integration.test_llm_crd import first_difference
-from tests.integration.test_llm_runtime import (
-    NOW,
-    conditions_of,
-    connection_secret,
-    llm_instance,
-    ready_status,
-    wait_phase,
-    workload_url,
-    write_status,
-)
+from tests.support.instances import conditions_of, connection_secret, llm_instance, wait_phase, workload_url
+from tests.support.kserve import KServeCluster
 from tests.support.runtime import idle, running_manager, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kserve]
+
+NOW = "2026-01-01T00:00:00Z"
 
 GATEWAY = "gw"
 ADDRESS = "203.0.113.10"
@@ -97,12 +92,13 @@ async def accept_route(kube: KubeClient, namespace: str, name: str) -> None:
 
 
 async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
-    controlplane: Any, kube: KubeClient, namespace: str
+    kserve: KServeCluster, kserve_namespace: str
 ) -> None:
     """Route and quota policy for the opted-in Instances only, read back as sent; the Gateway's new
     address reaches their `<name>-conn` in one reconcile each, the ClusterIP Instance untouched;
     leaving the AI Gateway deletes the route and policy; a restart without the rate-limit Redis
     deletes the policy, and does not flip Ready Instances while the Gateway is first listed."""
+    kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
     env = gateway_env(namespace)
     await kube.create(GATEWAYS, gateway(namespace))
     client = await KubeClient.connect(str(controlplane.kubeconfig))
@@ -151,7 +147,6 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
         # KServe serves all three; Envoy accepts both routes. The Gateway has no address yet.
         for name in created:
             await wait_for(present(kinds.LLM_INFERENCE_SERVICE, name))
-            await write_status(kube, namespace, name, ready_status(name, namespace))
         for name in opted_in:
             await accept_route(kube, namespace, name + "-ai-gateway")
         for name in opted_in:
@@ -211,8 +206,6 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             return await get(ROUTE, "beta-ai-gateway") is None and await get(POLICY, "beta-token-limit") is None
 
         await wait_for(beta_left)
-        # KServe reconciles beta's edited LLMInferenceService and reports on the new generation.
-        await write_status(kube, namespace, "beta", ready_status("beta", namespace))
 
         async def beta_in_cluster() -> bool:
             uri = (await connection_secret(kube, namespace, "beta")).get("uri")

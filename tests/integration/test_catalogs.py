@@ -19,16 +19,11 @@ from provider.kserve import build_provider
 from provider.llm import kinds
 from provider.llm import status as llm_status
 from tests.integration.test_ai_gateway import count_reconciles
-from tests.integration.test_llm_runtime import (
-    conditions_of,
-    llm_instance,
-    ready_status,
-    wait_phase,
-    write_status,
-)
+from tests.support.instances import conditions_of, llm_instance, wait_phase
+from tests.support.kserve import KServeCluster
 from tests.support.runtime import idle, running_manager, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ADAPTER = "qwen2.5-0.5b-sft"
@@ -50,7 +45,7 @@ def write_atomically(path: Path, entries: list[dict[str, Any]]) -> None:
 
 
 async def test_catalog_changes_revalidate_the_instances_that_use_them(
-    controlplane: Any, kube: KubeClient, namespace: str, tmp_path: Path
+    kserve: KServeCluster, kserve_namespace: str, tmp_path: Path
 ) -> None:
     """The adapter is served from the catalog file; removing it from the file fails the Instance
     with the validation message within a few polls (and wakes no other Instance); restoring it
@@ -59,6 +54,7 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
     catalog = tmp_path / "lora-catalog.json"
     write_atomically(catalog, full)
     env = {"LORA_ADAPTER_CATALOG_FILE": str(catalog), "MODEL_CATALOG": json.dumps(MODEL_CATALOG)}
+    kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     provider, shared = build_provider(env, client)
     poll = shared.get(LoraCatalogActor).poll_seconds
@@ -90,11 +86,10 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
         served = await wait_for(created("lora"))
         sft = next(a for a in full if a["name"] == ADAPTER)
         assert served["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]
-        # All Ready, so that no poll of a not-yet-Ready Instance blurs the reconcile counts below.
+        # All Ready (KServe runs them), so that no poll of a not-yet-Ready Instance blurs the
+        # reconcile counts below.
         for name in ("lora", "plain", "gated"):
-            await wait_for(created(name))
-            await write_status(kube, namespace, name, ready_status(name, namespace))
-            await wait_phase(kube, namespace, name, "Ready")
+            await wait_phase(kube, namespace, name, "Ready", timeout=120)
 
         # The gated model, and no HF token configured: said up front, not as a 401 in a pod log.
         status = await wait_phase(kube, namespace, "gated", "Ready")

@@ -288,6 +288,17 @@ def test_template_defaults(chart: Path) -> None:
     assert "{{ .GlobalConfig.IngressGatewayNamespace }}" in json.dumps(route)
 
 
+def test_local_cluster_installs_the_charts_cpu_preset(chart: Path) -> None:
+    """The KServe stack of the tests and the demo (dev/kservestack) builds `kserve-config-llm-cpu`
+    from the chart's values: it must be what the chart renders."""
+    from kservestack.manifests import CPU_PRESET_NAME, cpu_preset
+
+    rendered = one(render(chart, namespace="kserve"), "LLMInferenceServiceConfig", CPU_PRESET_NAME)
+    ours = cpu_preset("kserve")
+    assert (ours["apiVersion"], ours["metadata"]["namespace"]) == (rendered["apiVersion"], "kserve")
+    assert ours["spec"] == rendered["spec"]
+
+
 # -- template: toggles ------------------------------------------------------------------------------
 
 

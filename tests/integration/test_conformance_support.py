@@ -5,8 +5,6 @@
 - `inventory` lists every object carrying our provider label, the way the runtime's informers see
   them; `convergence` is the end state every case must reach: Synced and Valid for the current
   generation, every desired object present, ours and as rendered, and nothing else of ours;
-- `kserve_ready` plays the KServe controller, which does not run here, through the status
-  subresource;
 - `ProviderProcess` runs the real `provider-kserve run` as a child process, to be SIGKILLed;
 - `TcpProxy` sits between the provider and the API server, so a test can partition the provider
   from a control plane that keeps serving everyone else.
@@ -34,7 +32,6 @@ from actors.kube import KubeClient
 from actors.ownership import LABEL_INSTANCE, LABEL_PROVIDER, is_owned_by
 from actors.resources import INSTANCES, SECRETS
 from provider.kserve import KServeProvider
-from provider.llm.kinds import LLM_INFERENCE_SERVICE
 from provider.names import PROVIDER_NAME
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs
@@ -195,23 +192,6 @@ async def wait_converged(
         if pending:
             await anyio.sleep(0.2)
     return time.monotonic() - started
-
-
-async def kserve_ready(kube: KubeClient, namespace: str, name: str) -> None:
-    """Write what KServe writes once the model serves: Ready for the current generation."""
-    live = await kube.get(LLM_INFERENCE_SERVICE, namespace, name)
-    assert live is not None
-    now = "2026-01-01T00:00:00Z"
-    conditions = [
-        {"type": t, "status": "True", "lastTransitionTime": now}
-        for t in ("PresetsCombined", "WorkloadsReady", "RouterReady", "Ready")
-    ]
-    status = {
-        "observedGeneration": live["metadata"]["generation"],
-        "conditions": conditions,
-        "url": f"http://{name}-kserve-workload-svc.{namespace}.svc.cluster.local:8000",
-    }
-    await kube.patch(LLM_INFERENCE_SERVICE, namespace, name, {"status": status}, subresource="status")
 
 
 # -- the provider as a process ----------------------------------------------------------------------

@@ -25,10 +25,10 @@ from tests.integration.hostile_support import fetch, http_get, secret_text
 from tests.integration.test_conformance_support import (
     condition,
     kserve_provider,
-    kserve_ready,
     llm_instance,
     wait_converged,
 )
+from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
@@ -39,9 +39,8 @@ async def status_of(kube: KubeClient, namespace: str, name: str) -> dict[str, An
     return instance.get("status") or {}
 
 
-async def test_a_foreign_conn_secret_is_never_written_or_deleted(
-    controlplane: Any, kube: KubeClient, namespace: str
-) -> None:
+async def test_a_foreign_conn_secret_is_never_written_or_deleted(kserve: KServeCluster, kserve_namespace: str) -> None:
+    kube, namespace = kserve.kube, kserve_namespace
     foreign = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -49,17 +48,16 @@ async def test_a_foreign_conn_secret_is_never_written_or_deleted(
         "stringData": {"password": "the database's own"},
     }
     created = await kube.create(SECRETS, foreign)
-    async with running_manager(controlplane, kserve_provider(), namespace):
+    async with running_manager(kserve.plane, kserve_provider(), namespace):
         await kube.create(INSTANCES, llm_instance("postgres", namespace))
-        await wait_converged(kube, namespace, ["postgres"])
-        await kserve_ready(kube, namespace, "postgres")
+        # KServe serves it, so the provider has connection details to write.
 
         async def clash_reported() -> dict[str, Any] | None:
             status = await status_of(kube, namespace, "postgres")
             cond = condition({"status": status}, "ConnectionDetailsReady")
             return cond if cond and cond["reason"] == "NameClash" else None
 
-        cond = await wait_for(clash_reported)
+        cond = await wait_for(clash_reported, timeout=180)
         assert cond["status"] == "False"
         assert cond["message"].startswith(f"Secret {namespace}/postgres-conn already exists and was not created")
         assert "connectionSecretRef" not in await status_of(kube, namespace, "postgres")

@@ -24,16 +24,16 @@ from actors.ownership import FINALIZER, LABEL_PROVIDER
 from actors.resources import INSTANCES, SECRETS
 from controlplane import install_crds, load_crds
 from provider.llm.kinds import LLM_INFERENCE_SERVICE
-from tests.integration.hostile_support import secret_text
+from tests.integration.hostile_support import hostile_status, secret_text
 from tests.integration.test_conformance_support import (
     condition,
     inventory,
     kinds_of,
     kserve_provider,
-    kserve_ready,
     llm_instance,
     wait_converged,
 )
+from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
@@ -105,39 +105,47 @@ async def test_status_is_always_written_and_follows_kserve(controlplane: Any, ku
         assert failed["message"].startswith('invalid llmEngine.parameters.modelURI "hf://aaa')
         assert len(failed["message"]) < 4096
 
+        # No KServe runs here: a writer of the LLMInferenceService's status says Ready, then what
+        # KServe never would (a 100 kB message, a condition type the Instance CRD rejects).
         await kube.create(INSTANCES, llm_instance("served", namespace))
         await wait_converged(kube, namespace, ["served"])
-        await kserve_ready(kube, namespace, "served")
-        await wait_for(lambda: phase_is(kube, namespace, "served", "Ready"))
         live = await kube.get(LLM_INFERENCE_SERVICE, namespace, "served")
         assert live is not None
+        ready = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+        url = f"http://served-kserve-workload-svc.{namespace}.svc.cluster.local:8000"
+        await hostile_status(
+            kube,
+            namespace,
+            "served",
+            {"observedGeneration": live["metadata"]["generation"], "conditions": ready, "url": url},
+        )
+        await wait_for(lambda: phase_is(kube, namespace, "served", "Ready"))
         conditions = [
             {"type": "Ready", "status": "False", "reason": "Crashing", "message": "x" * 100_000,
              "lastTransitionTime": "2026-01-01T00:00:00Z"},
             {"type": "bad type!", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
         ]  # fmt: skip
         status = {"observedGeneration": live["metadata"]["generation"], "conditions": conditions}
-        await kube.patch(LLM_INFERENCE_SERVICE, namespace, "served", {"status": status}, subresource="status")
+        await hostile_status(kube, namespace, "served", status)
         provisioning = await wait_for(lambda: phase_is(kube, namespace, "served", "Provisioning"))
         assert provisioning["message"].startswith("xxxx") and provisioning["message"].endswith("…(truncated)")
-        ready = condition({"status": provisioning}, "KServeReady")
-        assert ready is not None and ready["status"] == "False" and len(ready["message"]) <= 4096
+        passed_through = condition({"status": provisioning}, "KServeReady")
+        assert passed_through is not None and passed_through["status"] == "False"
+        assert len(passed_through["message"]) <= 4096
         assert not [c for c in provisioning["conditions"] if "bad" in c["type"]]
 
 
-async def test_a_deleted_or_edited_connection_secret_is_restored(
-    controlplane: Any, kube: KubeClient, namespace: str
-) -> None:
-    async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC):
+async def test_a_deleted_or_edited_connection_secret_is_restored(kserve: KServeCluster, kserve_namespace: str) -> None:
+    kube, namespace = kserve.kube, kserve_namespace
+    async with running_manager(kserve.plane, kserve_provider(), namespace, resync_period=NO_RESYNC):
+        # KServe serves it: the provider writes its connection Secret.
         await kube.create(INSTANCES, llm_instance("conn", namespace))
-        await wait_converged(kube, namespace, ["conn"])
-        await kserve_ready(kube, namespace, "conn")
 
         async def secret() -> dict[str, Any] | None:
             got = await kube.get(SECRETS, namespace, "conn-conn")
             return got if got and "uri" in (got.get("data") or {}) else None
 
-        original = await wait_for(secret)
+        original = await wait_for(secret, timeout=180)
         uri = secret_text(original, "uri")
         await kube.delete(SECRETS, namespace, "conn-conn")
         restored = await wait_for(lambda: _with_uid_not(secret(), original["metadata"]["uid"]))
@@ -163,7 +171,7 @@ async def test_ready_without_observed_generation_is_not_trusted_after_an_edit(
         await wait_converged(kube, namespace, ["gen"])
         ready = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
         status = {"conditions": ready, "url": f"http://gen-kserve-workload-svc.{namespace}.svc.cluster.local:8000"}
-        await kube.patch(LLM_INFERENCE_SERVICE, namespace, "gen", {"status": status}, subresource="status")
+        await hostile_status(kube, namespace, "gen", status)
         await wait_for(lambda: phase_is(kube, namespace, "gen", "Ready"))  # generation 1: nothing to doubt
         await kube.patch(INSTANCES, namespace, "gen", {"spec": {"components": {"llmEngine": {"replicas": 2}}}})
         waiting = await wait_for(lambda: phase_is(kube, namespace, "gen", "Provisioning"))

@@ -1,14 +1,16 @@
-"""The llm topology through the real runtime (Manager) on a real API server with the real CRDs.
+"""The llm topology through the real runtime (Manager) against KServe's real controllers (the
+`kserve` fixture): every LLMInferenceService status here is what KServe's llmisvc wrote, for the
+Deployment kube-controller-manager rolled out and the pods kwok runs on its fake GPU Node.
 
 The provider is built as `provider-kserve run` builds it (`build_provider` from the chart's
-environment). No KServe controller runs: the tests play KServe by writing the LLMInferenceService
-status through its status subresource, in the shape KServe 0.20 writes it.
+environment).
 """
 
 from __future__ import annotations
 
-import base64
 import copy
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -17,117 +19,70 @@ from actors.interface import KubeObject, Resource
 from actors.kube import KubeClient
 from actors.ownership import inventory_selector, is_owned_by, ownership_labels, stamp
 from actors.resources import INSTANCES, SECRETS
+from controlplane import create_or_replace
+from kservestack import KSERVE_NAMESPACE, LLMISVC
+from kservestack.kwok import NODE_IP
+from kservestack.manifests import CPU_PRESET_NAME
 from provider.kserve import build_provider
 from provider.llm import kinds
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
+from tests.support.instances import (
+    conditions_of,
+    connection_secret,
+    instance_status,
+    llm_instance,
+    wait_phase,
+    workload_url,
+)
+from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
 from tests.support.runtime import running_manager, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
-NOW = "2026-01-01T00:00:00Z"
 LLM = kinds.LLM_INFERENCE_SERVICE
 ENV = {"HF_TOKEN_SECRET_NAME": "hf-token", "POD_MONITOR_INTERVAL": "15s"}
+PENDING = "Deployment does not have minimum availability."
+READY_TIMEOUT = 120.0
 
 
-def llm_instance(
-    name: str, namespace: str, topology: dict[str, Any] | None = None, engine: dict[str, Any] | None = None
-) -> KubeObject:
-    # No spec.version: no Provider CR is installed here, so there is no bundle to check against.
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "providerRef": {"name": PROVIDER_NAME},
-            "topology": {"type": "llm", "parameters": topology or {}},
-            "components": {
-                "llmEngine": {
-                    "type": "vllm",
-                    "replicas": 1,
-                    "resources": {"limits": {"cpu": "2", "memory": "8Gi"}},
-                    "parameters": {
-                        "modelURI": "hf://HuggingFaceTB/SmolLM2-135M-Instruct",
-                        "computeProfile": "cpu",
-                        **(engine or {}),
-                    },
-                }
-            },
-        },
+async def hf_token_secret(kube: KubeClient, namespace: str) -> None:
+    """The Secret the chart's hfToken.secretName names, as a user creates it: KServe reads it for
+    the model pods (and refuses to build them without it)."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": ENV["HF_TOKEN_SECRET_NAME"], "namespace": namespace},
+        "stringData": {"HF_TOKEN": "hf_test"},
     }
+    await kube.create(SECRETS, secret)
 
 
-def workload_url(name: str, namespace: str) -> str:
-    return f"http://{name}-kserve-workload-svc.{namespace}.svc.cluster.local"
-
-
-def ready_status(name: str, namespace: str) -> dict[str, Any]:
-    """What KServe 0.20 writes once the model serves (no gateway routing: no status.url)."""
-    return {
-        "conditions": [
-            {"type": kind, "status": "True", "lastTransitionTime": NOW}
-            for kind in ("MainWorkloadReady", "WorkloadsReady", "RouterReady", "PresetsCombined", "Ready")
-        ],
-        "addresses": [{"url": workload_url(name, namespace)}],
-    }
-
-
-async def write_status(kube: KubeClient, namespace: str, name: str, status: dict[str, Any]) -> KubeObject:
-    """Write `status` as KServe does after reconciling the current spec: for its generation."""
-    live = await kube.get(LLM, namespace, name)
-    assert live is not None
-    observed = {"observedGeneration": live["metadata"]["generation"], **status}
-    return await kube.patch(LLM, namespace, name, {"status": observed}, subresource="status")
-
-
-async def instance_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
-    obj = await kube.get(INSTANCES, namespace, name) or {}
-    status: dict[str, Any] = obj.get("status") or {}
-    return status
-
-
-def conditions_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in status.get("conditions") or []}
-
-
-async def wait_phase(
-    kube: KubeClient, namespace: str, name: str, phase: str, message: str | None = None
-) -> dict[str, Any]:
-    async def reached() -> dict[str, Any] | None:
-        status = await instance_status(kube, namespace, name)
-        if status.get("phase") != phase or (message is not None and status.get("message") != message):
-            return None
-        return status
-
-    try:
-        found: dict[str, Any] = await wait_for(reached)
-    except TimeoutError:
-        last = await instance_status(kube, namespace, name)
-        raise AssertionError(f"{name} never reached {phase} {message!r}; last status: {last}") from None
-    return found
-
-
-async def connection_secret(kube: KubeClient, namespace: str, name: str) -> dict[str, str]:
-    secret = await kube.get(SECRETS, namespace, f"{name}-conn")
-    if secret is None:
-        return {}
-    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
-
-
-async def test_status_maps_kserve_conditions_onto_the_instance(
-    controlplane: Any, kube: KubeClient, namespace: str
-) -> None:
-    """Create → the LLMInferenceService with our labels and owner; KServe Ready → Ready with the
-    workload Service on port 8000 in `<name>-conn`; Ready=False → Provisioning with KServe's words;
-    a missing preset (PresetsCombined=False ConfigNotFound) → Failed saying what to check."""
-    name = "chat"
-    client = await KubeClient.connect(str(controlplane.kubeconfig))
+@asynccontextmanager
+async def provider_running(kserve: KServeCluster, namespace: str) -> AsyncIterator[None]:
+    """The provider as `provider-kserve run` builds it from ENV, watching `namespace`, with the
+    Hugging Face token Secret in place."""
+    await hf_token_secret(kserve.kube, namespace)
+    client = await KubeClient.connect(str(kserve.plane.kubeconfig))
     provider, shared = build_provider(ENV, client)
-    async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
-        created = await kube.create(INSTANCES, llm_instance(name, namespace))
+    async with running_manager(kserve.plane, provider, namespace, shared=shared, client=client):
+        yield
+
+
+async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """Create → the LLMInferenceService with our labels and owner → Provisioning → Ready by KServe's
+    word, on the chart's CPU preset, with the workload Service on port 8000 in `<name>-conn` and
+    status.connection; two replicas and other resources while Ready → still Ready, KServe observes
+    the new generation and the Deployment follows; delete → everything KServe made is collected."""
+    kube, ns, name = kserve.kube, kserve_namespace, "chat"
+    await hf_token_secret(kube, ns)
+    client = await KubeClient.connect(str(kserve.plane.kubeconfig))
+    provider, shared = build_provider(ENV, client)
+    async with running_manager(kserve.plane, provider, ns, shared=shared, client=client):
+        created = await kube.create(INSTANCES, llm_instance(name, ns))
 
         async def llmisvc() -> KubeObject | None:
-            return await kube.get(LLM, namespace, name)
+            return await kube.get(LLM, ns, name)
 
         applied = await wait_for(llmisvc)
         assert is_owned_by(applied, created)
@@ -136,89 +91,187 @@ async def test_status_maps_kserve_conditions_onto_the_instance(
         (want,) = [o for o in rendered if o["kind"] == "LLMInferenceService"]
         assert applied["spec"] == want["spec"]
 
-        status = await wait_phase(kube, namespace, name, "Provisioning", llm_status.CREATING)
-        assert conditions_of(status)["Synced"]["status"] == "True"
-
-        # KServe: Ready.
-        await write_status(kube, namespace, name, ready_status(name, namespace))
-        status = await wait_phase(kube, namespace, name, "Ready")
+        status = await wait_phase(kube, ns, name, "Ready", timeout=READY_TIMEOUT)
         conditions = conditions_of(status)
-        for kind in ("KServeReady", "KServeWorkloadsReady", "KServeRouterReady", "KServeMainWorkloadReady"):
-            assert conditions[kind]["status"] == "True", kind
+        for kind in ("Ready", "WorkloadsReady", "RouterReady", "MainWorkloadReady", "PresetsCombined"):
+            assert (conditions[f"KServe{kind}"]["status"], conditions[f"KServe{kind}"]["reason"]) == ("True", kind)
+        assert conditions["Synced"]["status"] == "True"
         assert conditions[llm_status.HF_TOKEN]["status"] == "True"
         assert conditions[llm_status.METRICS]["reason"] == "PodMonitorCreated"
         assert status["connectionSecretRef"] == {"name": f"{name}-conn"}
-        host = f"{name}-kserve-workload-svc.{namespace}.svc.cluster.local"
-        assert await connection_secret(kube, namespace, name) == {
+        host = f"{name}-kserve-workload-svc.{ns}.svc.cluster.local"
+        assert await connection_secret(kube, ns, name) == {
             "type": "kserve",
             "provider": PROVIDER_NAME,
             "host": host,
             "port": "8000",
             "uri": f"http://{host}:8000",
         }
+        assert status["connection"] == {"host": host, "port": "8000", "url": f"http://{host}:8000"}
 
-        # KServe: the workload lost its replicas.
-        message = "Deployment does not have minimum availability."
-        await write_status(
-            kube,
-            namespace,
-            name,
-            {
-                "conditions": [
-                    {"type": "PresetsCombined", "status": "True", "lastTransitionTime": NOW},
-                    {
-                        "type": "WorkloadsReady",
-                        "status": "False",
-                        "reason": "MinimumReplicasUnavailable",
-                        "message": message,
-                        "lastTransitionTime": NOW,
-                    },
-                    {
-                        "type": "Ready",
-                        "status": "False",
-                        "reason": "MinimumReplicasUnavailable",
-                        "message": message,
-                        "lastTransitionTime": NOW,
-                    },
-                ],
-            },
-        )
-        status = await wait_phase(kube, namespace, name, "Provisioning", message)
-        kserve_ready = conditions_of(status)["KServeReady"]
-        assert (kserve_ready["status"], kserve_ready["reason"], kserve_ready["message"]) == (
-            "False",
-            "MinimumReplicasUnavailable",
-            message,
-        )
-        assert "KServeRouterReady" not in conditions_of(status)  # KServe's conditions, not remembered ones
+        # computeProfile cpu: KServe merged the chart's CPU preset (from its namespace) into the pods.
+        served = await llmisvc()
+        assert served is not None
+        applied_configs = served["status"]["appliedConfigs"]
+        assert {"name": CPU_PRESET_NAME, "namespace": KSERVE_NAMESPACE, "source": "UserRef"} in applied_configs
+        deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve")
+        assert deployment is not None
+        pod_spec = deployment["spec"]["template"]["spec"]
+        main = next(c for c in pod_spec["containers"] if c["name"] == "main")
+        assert main["image"].startswith("vllm/vllm-openai-cpu:")
+        assert main["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
+        assert pod_spec["serviceAccountName"] == f"{name}-model-puller"
 
-        # KServe: a preset named in baseRefs does not exist.
-        missing = 'LLMInferenceServiceConfig "kserve-config-llm-cpu" not found'
-        await write_status(
-            kube,
-            namespace,
-            name,
-            {
-                "conditions": [
-                    {
-                        "type": "PresetsCombined",
-                        "status": "False",
-                        "reason": "ConfigNotFound",
-                        "message": missing,
-                        "lastTransitionTime": NOW,
-                    },
-                ],
-            },
-        )
-        status = await wait_phase(kube, namespace, name, "Failed")
+        # Two replicas and more CPU while Ready: the Instance never leaves Ready.
+        engine = {"replicas": 2, "resources": {"limits": {"cpu": "3", "memory": "8Gi"}}}
+        await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"llmEngine": engine}}})
+        phases: set[str] = set()
+        last: dict[str, Any] = {}
+
+        async def rolled_out() -> bool:
+            status = await instance_status(kube, ns, name)
+            phases.add(f"{status.get('phase')}: {status.get('message')}")
+            obj = await llmisvc() or {}
+            deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve") or {}
+            last.update(
+                generation=obj["metadata"]["generation"],
+                observed=(obj.get("status") or {}).get("observedGeneration"),
+                ready_replicas=(deployment.get("status") or {}).get("readyReplicas"),
+                synced=conditions_of(status)["Synced"].get("observedGeneration"),
+            )
+            return last == {"generation": 2, "observed": 2, "ready_replicas": 2, "synced": 2}
+
+        try:
+            await wait_for(rolled_out, timeout=READY_TIMEOUT)
+        except TimeoutError:
+            raise AssertionError(f"not rolled out: {last}") from None
+        assert {p.partition(":")[0] for p in phases} == {"Ready"}, phases
+        deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve")
+        assert deployment is not None and deployment["spec"]["replicas"] == 2
+        main = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "main")
+        assert main["resources"]["limits"]["cpu"] == "3"
+
+        children = await kserve_children(kube, ns, name)
+        assert f"Deployment/{name}-kserve" in children and f"Service/{name}-kserve-workload-svc" in children
+        await kube.delete(INSTANCES, ns, name)
+        await wait_gone(kube, ns, name)
+
+        async def all_gone() -> bool:
+            return await llmisvc() is None and await kube.get(INSTANCES, ns, name) is None
+
+        await wait_for(all_gone, timeout=60)
+
+
+async def test_pending_pods_are_provisioning_with_kserves_reason(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """More GPUs than the Node has: the pod stays Pending; the Instance says what KServe says."""
+    kube, ns, name = kserve.kube, kserve_namespace, "greedy"
+    async with provider_running(kserve, ns):
+        engine = {"computeProfile": "gpu"}
+        body = llm_instance(name, ns, engine=engine)
+        body["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = str(kserve.stack.gpus * 2)
+        await kube.create(INSTANCES, body)
+        status = await wait_phase(kube, ns, name, "Provisioning", PENDING, timeout=READY_TIMEOUT)
+        ready = conditions_of(status)["KServeReady"]
+        assert (ready["status"], ready["reason"], ready["message"]) == ("False", "MinimumReplicasUnavailable", PENDING)
+        assert await connection_secret(kube, ns, name) == {}
+        # No longer than needed: KServe's llmisvc makes a new certificate on every reconcile while a
+        # pod has no IP.
+        await kube.delete(INSTANCES, ns, name)
+        await wait_gone(kube, ns, name)
+
+
+async def test_missing_base_ref_fails_then_heals(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """A baseRef that does not exist → Failed naming it; creating it heals the Instance without an
+    edit."""
+    kube, ns, name = kserve.kube, kserve_namespace, "based"
+    async with provider_running(kserve, ns):
+        await kube.create(INSTANCES, llm_instance(name, ns, engine={"baseRefs": ["team-defaults"]}))
+        status = await wait_phase(kube, ns, name, "Failed", timeout=READY_TIMEOUT)
         assert status["message"].startswith(
-            f"KServe cannot combine the LLMInferenceService configuration (ConfigNotFound: {missing}); "
+            "KServe cannot combine the LLMInferenceService configuration (ConfigNotFound: "
+            f'LLMInferenceServiceConfig "team-defaults" not found in namespaces [{ns} {KSERVE_NAMESPACE}]); '
+            "check llmEngine.parameters.baseRefs"
         )
-        assert "cpuProfile.enabled" in status["message"]
         combined = conditions_of(status)["KServePresetsCombined"]
         assert (combined["status"], combined["reason"]) == ("False", "ConfigNotFound")
-        # The connection details of the last Ready pass are kept with the Instance.
-        assert (await connection_secret(kube, namespace, name))["port"] == "8000"
+
+        config = {
+            "apiVersion": kinds.LLM_INFERENCE_SERVICE_CONFIG.api_version,
+            "kind": kinds.LLM_INFERENCE_SERVICE_CONFIG.kind,
+            "metadata": {"name": "team-defaults", "namespace": ns},
+            "spec": {"template": {"containers": [{"name": "main", "env": [{"name": "TEAM", "value": "a"}]}]}},
+        }
+        await create_or_replace(kube, kinds.LLM_INFERENCE_SERVICE_CONFIG, config)
+        await wait_phase(kube, ns, name, "Ready", timeout=READY_TIMEOUT)
+
+
+async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """LoadBalancer: Ready on the in-cluster URL with the wait explained, then the assigned address
+    once the Service gets one; NodePort: the kwok Node's address and the Service's node port."""
+    kube, ns = kserve.kube, kserve_namespace
+    async with provider_running(kserve, ns):
+        await kube.create(INSTANCES, llm_instance("lb", ns, {"externalAccess": "LoadBalancer"}))
+        await kube.create(INSTANCES, llm_instance("np", ns, {"externalAccess": "NodePort"}))
+
+        status = await wait_phase(kube, ns, "lb", "Ready", timeout=READY_TIMEOUT)
+        access = conditions_of(status)[llm_status.EXTERNAL_ACCESS]
+        assert (access["status"], access["reason"]) == ("False", "LoadBalancerPending")
+        assert (await connection_secret(kube, ns, "lb"))["uri"] == f"{workload_url('lb', ns)}:8000"
+
+        # What a cloud's load balancer controller writes.
+        ingress = {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}
+        await kube.patch(kinds.SERVICE, ns, "lb-external", ingress, subresource="status")
+
+        async def assigned() -> bool:
+            return (await connection_secret(kube, ns, "lb")).get("uri") == "http://203.0.113.7:8000"
+
+        await wait_for(assigned, timeout=60)
+        access = conditions_of(await instance_status(kube, ns, "lb"))[llm_status.EXTERNAL_ACCESS]
+        assert (access["status"], access["reason"]) == ("True", "Assigned")
+
+        status = await wait_phase(kube, ns, "np", "Ready", timeout=READY_TIMEOUT)
+        service = await kube.get(kinds.SERVICE, ns, "np-external")
+        assert service is not None
+        node_port = service["spec"]["ports"][0]["nodePort"]
+        assert await connection_secret(kube, ns, "np") == {
+            "type": "kserve",
+            "provider": PROVIDER_NAME,
+            "host": NODE_IP,
+            "port": str(node_port),
+            "uri": f"http://{NODE_IP}:{node_port}",
+        }
+        assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "Assigned"
+
+
+async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """KServe's llmisvc (and its webhooks) goes away while a Ready Instance is edited: the provider
+    cannot apply, says so and retries; once llmisvc is back the edit lands and the Instance is Ready
+    with two replicas."""
+    kube, ns, name = kserve.kube, kserve_namespace, "chat"
+    async with provider_running(kserve, ns):
+        await kube.create(INSTANCES, llm_instance(name, ns))
+        await wait_phase(kube, ns, name, "Ready", timeout=READY_TIMEOUT)
+        kserve.stack.stop_controller(LLMISVC)
+        try:
+            await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"llmEngine": {"replicas": 2}}}})
+
+            async def refused() -> dict[str, Any] | None:
+                synced = conditions_of(await instance_status(kube, ns, name)).get("Synced") or {}
+                return synced if synced.get("status") == "False" else None
+
+            synced = await wait_for(refused, timeout=60)
+            assert "webhook" in synced["message"]
+        finally:
+            await kserve.stack.start_controller(LLMISVC)
+
+        async def scaled() -> bool:
+            deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve") or {}
+            status = await instance_status(kube, ns, name)
+            return (deployment.get("status") or {}).get("readyReplicas") == 2 and status.get("phase") == "Ready"
+
+        await wait_for(scaled, timeout=READY_TIMEOUT)
+        synced = conditions_of(await instance_status(kube, ns, name))["Synced"]
+        assert (synced["status"], synced["observedGeneration"]) == ("True", 2)
 
 
 async def owned_objects(kube: KubeClient, namespace: str, instance: KubeObject) -> list[str]:
@@ -232,12 +285,13 @@ async def owned_objects(kube: KubeClient, namespace: str, instance: KubeObject) 
 
 
 async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
-    controlplane: Any, kube: KubeClient, namespace: str
+    kserve: KServeCluster, kserve_namespace: str
 ) -> None:
     """LoadBalancer → `<name>-external`; NodePort → the same Service retyped; ClusterIP → gone;
     enableMetrics false → PodMonitor gone; config removed → `<name>-config` gone and out of
     baseRefs. Deleting the Instance removes every object with our labels, then the Instance."""
-    name = "sw"
+    name, kube, namespace, controlplane = "sw", kserve.kube, kserve_namespace, kserve.plane
+    await hf_token_secret(kube, namespace)
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     provider, shared = build_provider(ENV, client)
     topology = {"externalAccess": "LoadBalancer"}
@@ -291,9 +345,8 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
                 f"ServiceAccount/{name}-model-puller",
             ]
         )
-        await write_status(kube, namespace, name, ready_status(name, namespace))
-        # Ready at once with the in-cluster URL; the load balancer's address is still pending.
-        status = await wait_phase(kube, namespace, name, "Ready")
+        # Ready by KServe's word with the in-cluster URL; the load balancer's address is still pending.
+        status = await wait_phase(kube, namespace, name, "Ready", timeout=READY_TIMEOUT)
         assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "LoadBalancerPending"
 
         # LoadBalancer → NodePort: the same Service, retyped in place.
@@ -314,13 +367,13 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
         await gone(kinds.POD_MONITOR, metrics)
 
         await patch_parameters("engine", {"config": None})
+        # KServe's finalizer holds a config while a service uses it: the provider deletes it only
+        # once KServe's status no longer lists it, and nudges KServe if it still misses that.
         await gone(kinds.LLM_INFERENCE_SERVICE_CONFIG, config)
         llmisvc = await get(LLM, name)
         assert llmisvc is not None
         assert {"name": config} not in (llmisvc["spec"].get("baseRefs") or [])
 
-        # KServe reconciles the edited LLMInferenceService and reports on the new generation.
-        await write_status(kube, namespace, name, ready_status(name, namespace))
         status = await wait_phase(kube, namespace, name, "Ready")
         assert llm_status.EXTERNAL_ACCESS not in conditions_of(status)
         assert llm_status.METRICS not in conditions_of(status)

@@ -1,8 +1,8 @@
 """The chart's RBAC is exactly what the provider uses (issue 14, item 8).
 
 The provider runs with the chart's environment and only the chart's RBAC (a token of its
-ServiceAccount) through everything it does: leader election, every derived kind created, pruned
-and deleted, the connection Secrets, NodePort addresses, the AI Gateway, Pod Security levels,
+ServiceAccount), against KServe's real controllers, through everything it does: leader election,
+every derived kind created, pruned and deleted, the connection Secrets, NodePort addresses, the AI Gateway, Pod Security levels,
 `doctor`, and a protected /metrics scrape. Every request is recorded and turned into the RBAC verbs
 it needed (a server-side apply that creates needs `create` as well as `patch`); the set must equal
 what the rules grant, with no 403 on the way. The one grant no request uses is `update` on
@@ -22,8 +22,8 @@ import yaml
 from actors.endpoints import Endpoints
 from actors.interface import KubeObject
 from actors.kube import KubeClient
-from actors.resources import INSTANCES, PROVIDERS
-from controlplane import ControlPlane, create_or_replace, free_port
+from actors.resources import INSTANCES, PROVIDERS, SECRETS
+from controlplane import create_or_replace, free_port
 from provider import rbac
 from provider.doctor import diagnose
 from provider.kserve import build_provider
@@ -40,6 +40,7 @@ from tests.integration.test_chart import (
     rendered_rbac,
     service_account_kubeconfig,
 )
+from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
@@ -90,8 +91,13 @@ def rbac_verbs(verb: str, label: str, code: int) -> Iterable[Used]:
 
 
 async def test_every_granted_verb_is_used_and_nothing_else(
-    controlplane: ControlPlane, kube: KubeClient, namespace: str, chart: Path, tmp_path: Path
+    kserve: KServeCluster, kserve_namespace: str, chart: Path, tmp_path: Path
 ) -> None:
+    controlplane, kube, namespace = kserve.plane, kserve.kube, kserve_namespace
+    # The Secret huggingface.tokenSecretName names, as users create it: KServe reads it for the pods.
+    token = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": namespace},
+             "stringData": {"HF_TOKEN": "hf_test"}}  # fmt: skip
+    await kube.create(SECRETS, token)
     release = f"pk-{namespace}"
     docs = render(
         chart,
@@ -134,8 +140,8 @@ async def test_every_granted_verb_is_used_and_nothing_else(
             for body in instances:
                 await kube.create(INSTANCES, body)
             await wait_for(lambda: _derived(kube, namespace, llm, predictor), timeout=90)
-            await _play_kserve_ready(kube, namespace, llm["metadata"]["name"], predictor["metadata"]["name"])
-            await wait_for(lambda: _connected(kube, namespace, (llm, predictor)), timeout=60)
+            # KServe runs both workloads: Ready, so the provider writes the connection Secrets.
+            await wait_for(lambda: _connected(kube, namespace, (llm, predictor)), timeout=180)
             # A change that prunes: NodePort → ClusterIP drops the `-external` Service.
             name = llm["metadata"]["name"]
             await kube.patch(
@@ -174,19 +180,6 @@ async def _derived(kube: KubeClient, namespace: str, llm: KubeObject, predictor:
         (INFERENCE_SERVICE, predictor["metadata"]["name"]),
     ]
     return all([await kube.get(res, namespace, n) for res, n in wanted])
-
-
-async def _play_kserve_ready(kube: KubeClient, namespace: str, llm: str, predictor: str) -> None:
-    """KServe does not run here: write the Ready it would, so the provider writes the Secrets."""
-    ready = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
-    for resource, name, extra in (
-        (llm_kinds.LLM_INFERENCE_SERVICE, llm, {}),
-        (INFERENCE_SERVICE, predictor, {"url": f"http://iris.{namespace}.example.com"}),
-    ):
-        live = await kube.get(resource, namespace, name)
-        assert live is not None
-        status = {"conditions": ready, "observedGeneration": live["metadata"]["generation"], **extra}
-        await kube.patch(resource, namespace, name, {"status": status}, subresource="status")
 
 
 async def _connected(kube: KubeClient, namespace: str, bodies: Iterable[KubeObject]) -> bool:

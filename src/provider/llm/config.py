@@ -9,10 +9,12 @@ nesting, alias expansion), so a small document cannot turn into a huge request.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from provider import bounded_yaml
+from actors.interface import KubeObject
+from provider import bounded_yaml, names
+from provider.llm.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG
 from provider.llm.quote import quote
 
 # Top-level LLMInferenceServiceSpec fields (serving.kserve.io_llminferenceserviceconfigs.yaml,
@@ -100,3 +102,62 @@ def pod_specs(body: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str
             node = node.get(key) if isinstance(node, Mapping) else None
         if isinstance(node, Mapping):
             yield ".".join(path), node
+
+
+def config_still_in_use(
+    desired: Sequence[KubeObject], live: Callable[[str, str], KubeObject | None]
+) -> KubeObject | None:
+    """The Instance's `<name>-config`, kept while KServe still uses it although `desired` dropped it.
+
+    KServe 0.20 holds an LLMInferenceServiceConfig with a finalizer while an LLMInferenceService
+    uses it (spec.baseRefs or status.appliedConfigs) and looks at the config again only when a
+    service naming it in spec.baseRefs changes. Deleted in the pass that drops it from baseRefs,
+    the config stays Terminating for good (seen against the real controllers), and with it the
+    Instance's deletion. So it goes one pass later: once KServe's status no longer lists it.
+    """
+    llmisvc = next((o for o in desired if o["kind"] == LLM_INFERENCE_SERVICE.kind), None)
+    if llmisvc is None:
+        return None  # the service goes too: its deletion releases the config
+    name, namespace = llmisvc["metadata"]["name"], llmisvc["metadata"].get("namespace")
+    config = names.config_name(name)
+    if any(o["kind"] == LLM_INFERENCE_SERVICE_CONFIG.kind and o["metadata"]["name"] == config for o in desired):
+        return None
+    current = live(LLM_INFERENCE_SERVICE_CONFIG.kind, config)
+    served = live(LLM_INFERENCE_SERVICE.kind, name)
+    if current is None or served is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    applied = ((served.get("status") or {}).get("appliedConfigs")) or []
+    if not any(a.get("name") == config and a.get("namespace") in (None, namespace) for a in applied):
+        return None
+    return {
+        "apiVersion": LLM_INFERENCE_SERVICE_CONFIG.api_version,
+        "kind": LLM_INFERENCE_SERVICE_CONFIG.kind,
+        "metadata": {"name": config, "namespace": current["metadata"].get("namespace", namespace)},
+        "spec": current.get("spec") or {},
+    }
+
+
+KSERVE_CONFIG_FINALIZER: Final = "serving.kserve.io/llmisvcconfig-finalizer"
+RELEASE_ANNOTATION: Final = "provider-kserve.openeverest.io/released-at"
+
+
+def held_config(instance_name: str, live: Callable[[str, str], KubeObject | None]) -> KubeObject | None:
+    """The Instance's `<name>-config` when it is being deleted, KServe's finalizer holds it, and no
+    LLMInferenceService of the Instance uses it any more: KServe 0.20 can miss that moment (its
+    config controller looks again only when a service naming the config in spec.baseRefs changes,
+    and races its own status updates), so the provider touches the config to make it look."""
+    config = live(LLM_INFERENCE_SERVICE_CONFIG.kind, names.config_name(instance_name))
+    meta = (config or {}).get("metadata") or {}
+    if (
+        config is None
+        or not meta.get("deletionTimestamp")
+        or KSERVE_CONFIG_FINALIZER not in (meta.get("finalizers") or [])
+    ):
+        return None
+    served = live(LLM_INFERENCE_SERVICE.kind, instance_name)
+    if served is not None:
+        refs = {r.get("name") for r in (served.get("spec") or {}).get("baseRefs") or []}
+        refs |= {a.get("name") for a in (served.get("status") or {}).get("appliedConfigs") or []}
+        if meta.get("name") in refs:
+            return None  # still in use: KServe is right to hold it
+    return config

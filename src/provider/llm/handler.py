@@ -63,4 +63,5 @@ class LlmTopology:
         except ValidationFailed as exc:
             # Validation runs first, so this means the chart settings changed under the Instance.
             return StatusReport(Phase.FAILED, exc.message, requeue_after=REQUEUE_FAILED)
-        return llm_status(llm, self.settings, observed, inputs)
+        was_ready = instance.status.get("phase") == Phase.READY.value
+        return llm_status(llm, self.settings, observed, inputs, was_ready=was_ready)

@@ -3,8 +3,15 @@
 Phases (contract.md §1.3, kserve-behavior §4.1, going beyond the Go provider where it misled):
 
 - no LLMInferenceService yet → Provisioning `Waiting for LLMInferenceService`;
-- KServe has not yet looked at the current spec (status.observedGeneration behind, or absent after
-  an edit) → Provisioning, so a Ready from before an edit is not reported for the edited spec;
+- KServe has not yet looked at the current spec (status.observedGeneration behind) → Provisioning,
+  so a Ready from before an edit is not reported for the edited spec; except for an Instance that
+  is Ready and whose previous generation still serves: an edit (more replicas, other resources)
+  does not take a serving model out of Ready, the message says KServe has yet to reconcile it.
+  Without any observedGeneration after an edit, nothing says which spec KServe's status describes:
+  Provisioning, whatever it says;
+- a Ready Instance whose workload still has ready replicas while KServe's Ready is not True (a
+  rollout, KServe retrying an update of its Deployment that lost a conflict: seen with 0.20) →
+  stays Ready, the message giving KServe's words. The first Ready is always KServe's;
 - KServe cannot combine the configuration (PresetsCombined or Ready False with ConfigNotFound,
   CombineBaseError or InvalidRenderedConfig: a missing preset or baseRef, a config the API server
   rejects) → Failed, with what to check. Go showed these as Provisioning forever (§10.7);
@@ -32,6 +39,7 @@ cache raised to its minimum).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Final
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
@@ -71,6 +79,7 @@ TOKEN_LIMIT: Final = "TokenLimit"
 MODEL_ACCESS: Final = "ModelAccess"
 KV_CACHE_SPACE: Final = "KVCacheSpace"
 
+
 def _ready_message(llmisvc: KubeObject) -> str:
     ready = kserve_conditions.condition(llmisvc, "Ready") or {}
     return str(ready.get("message") or ready.get("reason") or CREATING)
@@ -99,9 +108,7 @@ def only_waiting_for_gateway(llmisvc: KubeObject) -> bool:
     if not kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "WorkloadsReady")):
         return False
     blocking = [
-        c
-        for c in kserve_conditions.conditions(llmisvc)
-        if c.get("status") != "True" and c["type"] not in _NOT_IN_READY
+        c for c in kserve_conditions.conditions(llmisvc) if c.get("status") != "True" and c["type"] not in _NOT_IN_READY
     ]
     waiting = [c for c in blocking if c.get("reason") == WAITING_FOR_GATEWAY]
     return bool(waiting) and all(c["type"] in _ROUTER_ROLLUPS or c in waiting for c in blocking)
@@ -133,9 +140,7 @@ def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_in
                 "models cannot be downloaded. Use a public model, or turn enableGatewayRouting off.",
             )
         )
-    gated = next(
-        (m for m in status_inputs.catalogs.models if m.gated and m.uri == inputs.engine.model_uri), None
-    )
+    gated = next((m for m in status_inputs.catalogs.models if m.gated and m.uri == inputs.engine.model_uri), None)
     if gated is not None and not settings.hf_token_secret_name:
         # Without this the first sign of trouble is a 401 deep in the storage-initializer's log.
         out.append(
@@ -268,8 +273,14 @@ def _external_status(
 
 
 def llm_status(
-    inputs: LlmInputs, settings: ProviderSettings, observed: Observed, status_inputs: StatusInputs
+    inputs: LlmInputs,
+    settings: ProviderSettings,
+    observed: Observed,
+    status_inputs: StatusInputs,
+    *,
+    was_ready: bool = False,
 ) -> StatusReport:
+    """`was_ready`: the Instance's current phase is Ready."""
     own = provider_conditions(inputs, settings, status_inputs)
     if kinds.LLM_INFERENCE_SERVICE in status_inputs.missing:
         message = (
@@ -283,15 +294,58 @@ def llm_status(
         return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
     conditions = [*passthrough_conditions(llmisvc), *own]
 
-    if (stale := kserve_conditions.stale_generation(llmisvc, "LLMInferenceService")) is not None:
+    stale = kserve_conditions.stale_generation(llmisvc, "LLMInferenceService")
+    report = _observed_status(inputs, llmisvc, observed, status_inputs, conditions, was_ready=was_ready)
+    if stale is None:
+        return report
+    unobserved = not isinstance((llmisvc.get("status") or {}).get("observedGeneration"), int)
+    if not was_ready or unobserved or report.phase is not Phase.READY:
         return _report(Phase.PROVISIONING, stale, conditions, requeue=REQUEUE_NOT_READY)
+    serving = report.message or "the previous generation serves"
+    return replace(report, message=f"{stale}; {serving}", requeue_after=REQUEUE_NOT_READY)
+
+
+def serving_while_reconciling(llmisvc: KubeObject) -> str | None:
+    """The message for a workload that still serves while KServe's Ready is not True (a rollout, a
+    scale-up, KServe retrying a failed update of its Deployment), else None."""
+    ready = kserve_conditions.condition(llmisvc, "Ready") or {}
+    workloads = (llmisvc.get("status") or {}).get("workloads") or {}
+    replicas = (workloads.get("primary") or {}).get("readyReplicas")
+    if ready.get("status") == "True" or not isinstance(replicas, int) or replicas < 1:
+        return None
+    words = str(ready.get("message") or ready.get("reason") or "Ready is not True")
+    plural = "replica" if replicas == 1 else "replicas"
+    return f"Serving from {replicas} ready {plural} while KServe reconciles the LLMInferenceService ({words})"
+
+
+def _observed_status(
+    inputs: LlmInputs,
+    llmisvc: KubeObject,
+    observed: Observed,
+    status_inputs: StatusInputs,
+    conditions: list[Condition],
+    *,
+    was_ready: bool,
+) -> StatusReport:
+    """What KServe's status says of the generation it last observed."""
     if (failure := config_failure(llmisvc)) is not None:
         # Still polled: installing the preset or creating the baseRef heals it without an edit.
         return _report(Phase.FAILED, failure, conditions, requeue=REQUEUE_FAILED)
     if inputs.uses_ai_gateway:
         return _gateway_status(inputs, llmisvc, observed, status_inputs, conditions)
     if not kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready")):
+        # A Ready Instance stays Ready while its workload serves: the first Ready is KServe's.
+        if was_ready and (serving := serving_while_reconciling(llmisvc)) is not None:
+            report = _serving_status(inputs, llmisvc, observed, status_inputs, conditions)
+            return replace(report, message=serving, requeue_after=REQUEUE_NOT_READY)
         return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+    return _serving_status(inputs, llmisvc, observed, status_inputs, conditions)
+
+
+def _serving_status(
+    inputs: LlmInputs, llmisvc: KubeObject, observed: Observed, status_inputs: StatusInputs, conditions: list[Condition]
+) -> StatusReport:
+    """Ready, with the connection details of the requested access."""
     if inputs.external_service_type is not None:
         return _external_status(inputs, llmisvc, observed, status_inputs, conditions)
     url = str((llmisvc.get("status") or {}).get("url") or "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.interface import KubeObject, Resource, StatusReport
+from actors.interface import KubeObject, Phase, Resource, StatusReport
 from provider.instance import Instance
 from provider.pod_security import PodPolicy
 from provider.predictor.status import predictor_status
@@ -44,4 +44,5 @@ class PredictorTopology:
         return [inference_service(instance, validate_predictor(instance))]
 
     def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
-        return predictor_status(observed.get((INFERENCE_SERVICE.kind, instance.metadata.name)))
+        isvc = observed.get((INFERENCE_SERVICE.kind, instance.metadata.name))
+        return predictor_status(isvc, was_ready=instance.status.get("phase") == Phase.READY.value)

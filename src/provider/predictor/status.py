@@ -8,7 +8,14 @@ Phases:
 - KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
   runtime, model failed to load) → Failed with a message that says what to do. The Go provider
   showed these as Provisioning forever (kserve-behavior §10.7); users need to see them;
-- anything else → Provisioning with KServe's own Ready message.
+- a Ready Instance whose model still serves while KServe's Ready drops because the Deployment
+  scales up (the HPA raising replicas to a new minReplicas: with 25 % maxUnavailable rounding down
+  to 0, Kubernetes reports MinimumReplicasUnavailable until the new pod is ready, and KServe turns
+  Ready False) → stays Ready, the message saying it scales. Only an Instance that was Ready: the
+  first Ready is KServe's;
+- anything else → Provisioning with KServe's own words: the first component condition that is not
+  True (PredictorReady says "Deployment does not have minimum availability." while the pods are
+  pending, where Ready only says "Predictor ingress not created"), else Ready's.
 
 KServe reports the runtime problems in `status.modelStatus` (transitionStatus `InvalidSpec` plus
 `lastFailureInfo`), not in a condition: the predictor reconciler returns an error before it sets
@@ -22,9 +29,10 @@ the report asks to be polled again: KServe status changes do not always produce 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
-from actors.interface import ConnectionDetails, KubeObject, Phase, StatusReport
+from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
 
 # Shared with the llm topology, so both topologies publish details and KServe conditions alike.
 from provider.connection import url_details
@@ -108,22 +116,65 @@ def model_failure(isvc: KubeObject) -> str | None:
     return None
 
 
+# Where KServe says why the InferenceService is not Ready yet, most telling first: its Ready
+# roll-up repeats the ingress condition ("Predictor ingress not created") as long as the predictor
+# is not ready, whatever keeps the predictor back.
+_PROGRESS_CONDITIONS: Final = ("PredictorReady", "TransformerReady", "ExplainerReady", "IngressReady", "Ready")
+
+
 def _progress_message(isvc: KubeObject) -> str:
-    ready = _condition(isvc, "Ready") or {}
-    return str(ready.get("message") or ready.get("reason") or CREATING_MESSAGE)
+    for type_ in _PROGRESS_CONDITIONS:
+        cond = _condition(isvc, type_) or {}
+        if cond.get("status") != "True" and (words := cond.get("message") or cond.get("reason")):
+            return str(words)
+    return CREATING_MESSAGE
 
 
-def predictor_status(isvc: KubeObject | None) -> StatusReport:
+def serving_while_scaling(isvc: KubeObject) -> str | None:
+    """The Ready message for a model that still serves while the predictor lacks minimum
+    availability (a scale-up or rollout in progress), else None."""
+    predictor = _condition(isvc, "PredictorReady") or {}
+    if predictor.get("status") != "False" or predictor.get("reason") != "MinimumReplicasUnavailable":
+        return None
+    model_status = (isvc.get("status") or {}).get("modelStatus") or {}
+    copies = (model_status.get("copies") or {}).get("totalCopies")
+    if (model_status.get("states") or {}).get("activeModelState") != "Loaded" or not isinstance(copies, int):
+        return None
+    if copies < 1:
+        return None
+    detail = str(predictor.get("message") or predictor["reason"])
+    return (
+        f"Serving from {copies} ready cop{'y' if copies == 1 else 'ies'} while KServe scales the predictor ({detail})"
+    )
+
+
+def predictor_status(isvc: KubeObject | None, *, was_ready: bool = False) -> StatusReport:
+    """`was_ready`: the Instance's current phase is Ready (a scale-up or an edit does not take it
+    back while the previous generation serves)."""
     if isvc is None:
         return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
     conditions = passthrough_conditions(isvc)
-    if (stale := stale_generation(isvc, "InferenceService")) is not None:
+    report = _observed_status(isvc, conditions, was_ready)
+    stale = stale_generation(isvc, "InferenceService")
+    if stale is None:
+        return report
+    unobserved = not isinstance((isvc.get("status") or {}).get("observedGeneration"), int)
+    if not was_ready or unobserved or report.phase is not Phase.READY:
         return StatusReport(Phase.PROVISIONING, stale, conditions, requeue_after=REQUEUE_SECONDS)
+    serving = report.message or "the previous generation serves"
+    return replace(report, message=f"{stale}; {serving}", requeue_after=REQUEUE_SECONDS)
+
+
+def _observed_status(isvc: KubeObject, conditions: list[Condition], was_ready: bool) -> StatusReport:
     ready = _condition(isvc, "Ready")
     if ready is not None and ready.get("status") == "True":
         url = _address(isvc)
         details = connection_details(url) if url else None
         return StatusReport(Phase.READY, "", conditions, details)
+    if was_ready and (scaling := serving_while_scaling(isvc)) is not None:
+        url = _address(isvc)
+        details = connection_details(url) if url else None
+        return StatusReport(Phase.READY, scaling, conditions, details, requeue_after=REQUEUE_SECONDS)
     failure = model_failure(isvc)
     if failure is not None:
         # Still polled: installing the runtime (or the model appearing) heals it without an edit.

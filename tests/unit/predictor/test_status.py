@@ -68,8 +68,8 @@ def test_ready_without_any_address_has_no_details() -> None:
 def test_kserve_conditions_passed_through_with_prefix() -> None:
     report = predictor_status(isvc(conditions=READY_CONDITIONS, address=ADDRESS))
     assert list(report.conditions) == [
-        Condition("KServeIngressReady", "True", "Ready"),
-        Condition("KServePredictorReady", "True", "Ready"),
+        Condition("KServeIngressReady", "True", "IngressReady"),
+        Condition("KServePredictorReady", "True", "PredictorReady"),
         Condition("KServeReady", "True", "Ready"),
     ]
 
@@ -204,8 +204,9 @@ def test_unknown_failure_reason_stays_provisioning() -> None:
 @pytest.mark.parametrize(
     ("raw", "status", "reason"),
     [
-        ("", "True", "Ready"),
-        ("", "False", "NotReady"),
+        # Without a reason from KServe: what the condition itself says, no filler.
+        ("", "True", "RoutesReady"),
+        ("", "False", "NotRoutesReady"),
         ("", "Unknown", "Unknown"),
         ("ProgressDeadlineExceeded", "False", "ProgressDeadlineExceeded"),
         ("predictor-container: NewReplicaSetAvailable", "True", "PredictorContainerNewReplicaSetAvailable"),
@@ -216,6 +217,12 @@ def test_unknown_failure_reason_stays_provisioning() -> None:
 def test_condition_reasons_are_valid_metav1_reasons(raw: str, status: str, reason: str) -> None:
     report = predictor_status(isvc(conditions=[cond("RoutesReady", status, raw)]))
     assert report.conditions[0] == Condition("KServeRoutesReady", status, reason)
+
+
+def test_running_service_is_not_stopped_rather_than_not_ready() -> None:
+    """KServe writes `Stopped=False` without a reason on every running InferenceService."""
+    report = predictor_status(isvc(conditions=[{"type": "Stopped", "status": "False", "severity": "Info"}]))
+    assert list(report.conditions) == [Condition("KServeStopped", "False", "NotStopped")]
 
 
 def test_odd_condition_status_and_type() -> None:

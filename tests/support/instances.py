@@ -1,0 +1,103 @@
+"""Instances for the integration tests, and waiting on what the provider reports on them."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from actors.interface import KubeObject
+from actors.kube import KubeClient
+from actors.resources import INSTANCES, SECRETS
+from provider.names import PROVIDER_NAME
+from tests.support.runtime import wait_for
+
+SKLEARN_URI = "gs://kfserving-examples/models/sklearn/1.0/model"
+
+
+def llm_instance(
+    name: str, namespace: str, topology: dict[str, Any] | None = None, engine: dict[str, Any] | None = None
+) -> KubeObject:
+    """A small CPU model (the chart's kserve-config-llm-cpu preset). No spec.version: no Provider CR
+    is installed in the tests, so there is no bundle to check against."""
+    return {
+        "apiVersion": INSTANCES.api_version,
+        "kind": INSTANCES.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "providerRef": {"name": PROVIDER_NAME},
+            "topology": {"type": "llm", "parameters": topology or {}},
+            "components": {
+                "llmEngine": {
+                    "type": "vllm",
+                    "replicas": 1,
+                    "resources": {"limits": {"cpu": "2", "memory": "8Gi"}},
+                    "parameters": {
+                        "modelURI": "hf://HuggingFaceTB/SmolLM2-135M-Instruct",
+                        "computeProfile": "cpu",
+                        **(engine or {}),
+                    },
+                }
+            },
+        },
+    }
+
+
+def predictor_instance(
+    name: str, namespace: str, parameters: dict[str, Any] | None = None, limits: dict[str, str] | None = None
+) -> KubeObject:
+    """A scikit-learn model in KServe's Standard mode."""
+    return {
+        "apiVersion": INSTANCES.api_version,
+        "kind": INSTANCES.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "providerRef": {"name": PROVIDER_NAME},
+            "topology": {"type": "predictor"},
+            "components": {
+                "predictor": {
+                    "type": "modelServer",
+                    "replicas": 1,
+                    "resources": {"limits": limits or {"cpu": "1", "memory": "2Gi"}},
+                    "parameters": {"modelFormat": "sklearn", "storageURI": SKLEARN_URI, **(parameters or {})},
+                }
+            },
+        },
+    }
+
+
+def workload_url(name: str, namespace: str) -> str:
+    return f"http://{name}-kserve-workload-svc.{namespace}.svc.cluster.local"
+
+
+async def instance_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    obj = await kube.get(INSTANCES, namespace, name) or {}
+    status: dict[str, Any] = obj.get("status") or {}
+    return status
+
+
+def conditions_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status.get("conditions") or []}
+
+
+async def wait_phase(
+    kube: KubeClient, namespace: str, name: str, phase: str, message: str | None = None, timeout: float = 30.0
+) -> dict[str, Any]:
+    async def reached() -> dict[str, Any] | None:
+        status = await instance_status(kube, namespace, name)
+        if status.get("phase") != phase or (message is not None and status.get("message") != message):
+            return None
+        return status
+
+    try:
+        found: dict[str, Any] = await wait_for(reached, timeout=timeout)
+    except TimeoutError:
+        last = await instance_status(kube, namespace, name)
+        raise AssertionError(f"{name} never reached {phase} {message!r}; last status: {last}") from None
+    return found
+
+
+async def connection_secret(kube: KubeClient, namespace: str, name: str) -> dict[str, str]:
+    secret = await kube.get(SECRETS, namespace, f"{name}-conn")
+    if secret is None:
+        return {}
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
