@@ -2,12 +2,13 @@
 
 The provider runs with the chart's environment and only the chart's RBAC (a token of its
 ServiceAccount), against KServe's real controllers, through everything it does: leader election,
-every derived kind created, pruned and deleted, the connection Secrets, NodePort addresses, the AI
-Gateway, Pod Security levels, `doctor`, and a protected /metrics scrape. Every request is recorded and turned into the RBAC verbs
-it needed (a server-side apply that creates needs `create` as well as `patch`); the set must equal
-what the rules grant, with no 403 on the way. The one grant no request uses is `update` on
-`instances/finalizers`, which the OwnerReferencesPermissionEnforcement admission plugin checks when
-an object names its owner with blockOwnerDeletion.
+every derived kind created, pruned and deleted, the connection Secrets, NodePort addresses, the
+AI Gateway, Pod Security levels, `doctor`, and a protected /metrics scrape. Every request is
+recorded and turned into the RBAC verbs it needed (a server-side apply that creates needs `create`
+as well as `patch`); the set must equal what the rules grant, with no 403 on the way. The one
+grant no request uses is `update` on `instances/finalizers`, which the
+OwnerReferencesPermissionEnforcement admission plugin checks when an object names its owner with
+blockOwnerDeletion.
 """
 
 from __future__ import annotations
