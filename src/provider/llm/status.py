@@ -294,15 +294,10 @@ def llm_status(
         return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
     conditions = [*passthrough_conditions(llmisvc), *own]
 
-    stale = kserve_conditions.stale_generation(llmisvc, "LLMInferenceService")
     report = _observed_status(inputs, llmisvc, observed, status_inputs, conditions, was_ready=was_ready)
-    if stale is None:
-        return report
-    unobserved = not isinstance((llmisvc.get("status") or {}).get("observedGeneration"), int)
-    if not was_ready or unobserved or report.phase is not Phase.READY:
-        return _report(Phase.PROVISIONING, stale, conditions, requeue=REQUEUE_NOT_READY)
-    serving = report.message or "the previous generation serves"
-    return replace(report, message=f"{stale}; {serving}", requeue_after=REQUEUE_NOT_READY)
+    return kserve_conditions.through_reconcile(
+        llmisvc, "LLMInferenceService", report, conditions, was_ready=was_ready, requeue=REQUEUE_NOT_READY
+    )
 
 
 def serving_while_reconciling(llmisvc: KubeObject) -> str | None:

@@ -29,14 +29,13 @@ the report asks to be polled again: KServe status changes do not always produce 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Final
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
 
 # Shared with the llm topology, so both topologies publish details and KServe conditions alike.
 from provider.connection import url_details
-from provider.kserve_conditions import passthrough_conditions, stale_generation
+from provider.kserve_conditions import passthrough_conditions, through_reconcile
 
 # The InferenceService is watched, so KServe's progress arrives as events; this poll is a safety net.
 REQUEUE_SECONDS: Final = 60.0
@@ -155,14 +154,9 @@ def predictor_status(isvc: KubeObject | None, *, was_ready: bool = False) -> Sta
         return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
     conditions = passthrough_conditions(isvc)
     report = _observed_status(isvc, conditions, was_ready)
-    stale = stale_generation(isvc, "InferenceService")
-    if stale is None:
-        return report
-    unobserved = not isinstance((isvc.get("status") or {}).get("observedGeneration"), int)
-    if not was_ready or unobserved or report.phase is not Phase.READY:
-        return StatusReport(Phase.PROVISIONING, stale, conditions, requeue_after=REQUEUE_SECONDS)
-    serving = report.message or "the previous generation serves"
-    return replace(report, message=f"{stale}; {serving}", requeue_after=REQUEUE_SECONDS)
+    return through_reconcile(
+        isvc, "InferenceService", report, conditions, was_ready=was_ready, requeue=REQUEUE_SECONDS
+    )
 
 
 def _observed_status(isvc: KubeObject, conditions: list[Condition], was_ready: bool) -> StatusReport:
