@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
 from actors.ratelimit import RateLimiter
 
@@ -77,7 +77,7 @@ class ActorSystem:
         settle: float = 0.1,
         max_settle: float = 1.0,
     ) -> None:
-        self._reconcile = reconcile
+        self.reconcile = reconcile
         self._limiter = limiter or RateLimiter()
         self._slots = anyio.CapacityLimiter(max_concurrent)
         self._idle_timeout = idle_timeout
@@ -121,10 +121,11 @@ class ActorSystem:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Serve until cancelled."""
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; reports started once `notify` may be called."""
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
+            task_status.started()
             try:
                 await self._serve_timers()
             finally:
@@ -254,7 +255,7 @@ class ActorSystem:
             actor.running = True
             self.stats.runs += 1
             try:
-                return await self._reconcile(actor.key)
+                return await self.reconcile(actor.key)
             except Exception:
                 log.exception("reconcile raised", instance=actor.key)
                 return Outcome(failed=True)

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import aiohttp
 import structlog
 from opentelemetry import trace
 
 from actors import finalizer
 from actors.actor import Outcome
-from actors.apply import Applier, ApplyConflict, NameClash, ResourceNotServed
+from actors.apply import Applier
+from actors.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.connection import connection_secret
 from actors.interface import (
     Condition,
@@ -36,21 +36,16 @@ from actors.interface import (
     ValidationFailed,
     WaitFor,
 )
-from actors.kube import ApiError, KubeClient
+from actors.kube import ApiError, KubeClient, TransportError
 from actors.limits import InstanceLimits
 from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex
 from actors.ownership import LABEL_PROVIDER
-from actors.shared import SharedActors
 from actors.status_writer import StatusWriter
-from actors.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
+from actors.versions import awaiting_provider, effective_bundle, provider_name, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
 tracer = trace.get_tracer("actors.reconciler")
-
-# Opt-in, per Instance, to take ownership of fields another manager holds (server-side apply
-# force). Off by default: we never take fields silently.
-FORCE_OWNERSHIP_ANNOTATION = "provider-kserve.openeverest.io/force-ownership"
 
 COND_VALID = "Valid"
 COND_SYNCED = "Synced"
@@ -63,14 +58,11 @@ NAME_CLASH_RETRY = 30.0
 class RuntimeConfig:
     provider_name: str
     field_manager: str
+    # The Instance annotation that, set to "true", opts in to taking fields another manager holds
+    # (server-side apply force). Off by default: we never take fields silently.
+    force_annotation: str
     poll_not_ready: float = 60.0
-    status_connection_supported: bool = False
     limits: InstanceLimits = field(default_factory=InstanceLimits)
-
-
-def provider_ref_name(instance: KubeObject) -> str:
-    ref = (instance.get("spec") or {}).get("providerRef")
-    return str(ref.get("name", "")) if isinstance(ref, dict) else ""
 
 
 class InstanceReconciler:
@@ -84,7 +76,7 @@ class InstanceReconciler:
         providers: Mapping[str, KubeObject],
         index: OwnedIndex,
         applier: Applier,
-        shared: SharedActors,
+        status: StatusWriter,
         available: Callable[[], frozenset[Resource]],
         metrics: RuntimeMetrics,
         rejected: Mapping[str, str] | None = None,
@@ -97,13 +89,13 @@ class InstanceReconciler:
         self.providers = providers
         self.index = index
         self.applier = applier
-        self.shared = shared
+        self.status = status
         self.available = available
         self.metrics = metrics
         # Instances kept only as a stub because they broke a bound on reading (key → why).
         self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
         self._not_served = not_served
-        self.status = StatusWriter(client, status_connection_supported=config.status_connection_supported)
+
 
     # -- entry point ----------------------------------------------------------------------
 
@@ -117,7 +109,7 @@ class InstanceReconciler:
                     return Outcome()
                 try:
                     outcome = await self._reconcile(key, instance)  # a fresh copy: ours to modify
-                except (aiohttp.ClientError, OSError, TimeoutError) as err:
+                except TransportError as err:
                     # The API server is unreachable (restarting, network): retry with backoff like
                     # any failure, in one line; a traceback per Instance per retry would bury the
                     # informers' "connection to API server lost", which says it all.
@@ -145,17 +137,19 @@ class InstanceReconciler:
                 self.metrics.step_seconds.labels(step=name).observe(time.perf_counter() - started)
 
     def _context(self, instance: KubeObject) -> ReconcileContext:
-        return ReconcileContext(instance=instance, client=self.client, shared=self.shared, available=self.available())
+        return ReconcileContext(instance=instance, client=self.client, available=self.available())
 
     async def _reconcile(self, key: str, instance: KubeObject) -> Outcome:
         meta = instance["metadata"]
-        ours = provider_ref_name(instance) == self.config.provider_name
+        ours = provider_name(instance) == self.config.provider_name
         if meta.get("deletionTimestamp") or not ours:
             return await self._release(key, instance, ours=ours)
         labels = meta.get("labels") or {}
         if not finalizer.holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
             with self._step("finalizer"):
-                await finalizer.add(self.client, instance, self.config.provider_name)
+                await finalizer.add(
+                    self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
+                )
             # The update comes back as a watch event and runs us again with the new object.
             return Outcome()
 
@@ -194,7 +188,7 @@ class InstanceReconciler:
         try:
             with self._step("sync"):
                 desired = await self.provider.desired(ctx)
-                force = (meta.get("annotations") or {}).get(FORCE_OWNERSHIP_ANNOTATION) == "true"
+                force = (meta.get("annotations") or {}).get(self.config.force_annotation) == "true"
                 synced = await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
         except WaitFor as wait:
             return Outcome(requeue_after=wait.seconds)
@@ -210,7 +204,7 @@ class InstanceReconciler:
         ctx.observed = synced.observed
         with self._step("status"):
             report = await self.provider.status(ctx)
-            secret, clash = await connection_secret(self.applier, ctx.instance, report.connection)
+            secret, clash = await connection_secret(self.applier, ctx.instance, report.connection, synced)
             await self.status.write(
                 instance,
                 report,
@@ -220,6 +214,8 @@ class InstanceReconciler:
                 connection_problem=clash,
                 complete=True,
             )
+        if synced.recheck:
+            return Outcome(requeue_after=0.0)  # someone else wrote an object while we did: look again
         if report.requeue_after is not None:
             return Outcome(requeue_after=report.requeue_after)
         if report.phase != Phase.READY:
@@ -257,9 +253,7 @@ class InstanceReconciler:
         if not finalizer.holds_finalizer(instance) and not self.index.owned_by(key, uid):
             return Outcome()
         if ours:
-            await self.status.write(
-                instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[]
-            )
+            await self.status.write(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
         with self._step("cleanup"):
             if ours:
                 try:
@@ -277,6 +271,11 @@ class InstanceReconciler:
             return Outcome(failed=True)
         if ours or (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.config.provider_name:
             with self._step("finalizer"):
-                await finalizer.remove(self.client, instance, drop_label=None if ours else self.config.provider_name)
+                await finalizer.remove(
+                    self.client,
+                    instance,
+                    field_manager=self.config.field_manager,
+                    drop_label=None if ours else self.config.provider_name,
+                )
             log.info("cleanup complete, finalizer removed" if ours else "released to another provider")
         return Outcome()

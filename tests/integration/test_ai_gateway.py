@@ -70,14 +70,13 @@ def gateway(namespace: str) -> KubeObject:
 def count_reconciles(manager: Manager) -> Counter[str]:
     """Reconciles per Instance key from now on (wraps the manager's reconciler)."""
     counts: Counter[str] = Counter()
-    inner = manager.reconciler
-    assert inner is not None
+    inner = manager.actors.reconcile
 
     async def counting(key: str) -> Any:
         counts[key] += 1
         return await inner(key)
 
-    manager.reconciler = counting  # type: ignore[assignment]
+    manager.actors.reconcile = counting
     return counts
 
 

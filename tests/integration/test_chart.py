@@ -987,7 +987,7 @@ async def test_provider_reconciles_under_chart_rbac(
     )
     responses: list[tuple[str, str, int]] = []
     client = await KubeClient.connect(str(kubeconfig))
-    client.observers.append(lambda verb, resource, code, seconds: responses.append((verb, resource, code)))
+    client.observe(lambda verb, resource, code, seconds: responses.append((verb, resource, code)))
     provider, shared = build_provider(deployment_env(docs, namespace), client)
 
     llm = example("instance-llm-cpu.yaml", namespace, externalAccess="NodePort")

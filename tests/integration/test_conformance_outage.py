@@ -60,6 +60,10 @@ class GatedProvider:
     def name(self) -> str:
         return self.inner.name
 
+    @property
+    def annotation_domain(self) -> str:
+        return self.inner.annotation_domain
+
     def owned_resources(self) -> Sequence[Resource]:
         return self.inner.owned_resources()
 

@@ -128,7 +128,7 @@ async def test_status_maps_kserve_conditions_onto_the_instance(
         applied = await wait_for(llmisvc)
         assert is_owned_by(applied, created)
         assert ownership_labels(created, PROVIDER_NAME).items() <= applied["metadata"]["labels"].items()
-        rendered = provider.render(created, catalogs=await provider.catalogs())
+        rendered = provider.render(created, catalogs=provider.catalogs())
         (want,) = [o for o in rendered if o["kind"] == "LLMInferenceService"]
         assert applied["spec"] == want["spec"]
 

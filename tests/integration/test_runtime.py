@@ -13,8 +13,8 @@ from actors.informer import Informer
 from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.ownership import FINALIZER
-from actors.reconciler import FORCE_OWNERSHIP_ANNOTATION
 from actors.resources import INSTANCES, SECRETS
+from provider.names import FORCE_OWNERSHIP_ANNOTATION
 from tests.support.null_provider import CONFIGMAPS, NullProvider, instance
 from tests.support.runtime import idle, running_manager, until, wait_for
 

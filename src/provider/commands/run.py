@@ -14,11 +14,11 @@ from actors.endpoints import Endpoints
 from actors.kube import KubeClient
 from actors.limits import InstanceLimits
 from actors.logs import configure_logging
-from actors.manager import Manager, ManagerOptions
+from actors.manager import Manager, ManagerOptions, StartupFailed
+from actors.metrics import RuntimeMetrics
 from actors.tracing import configure_tracing
 from provider.commands import add_connection_arguments
-
-PROVIDER_NAME = "provider-kserve"
+from provider.names import PROVIDER_NAME as PROVIDER_NAME  # the one definition, re-exported
 
 
 def register(subparsers: Any) -> None:
@@ -100,14 +100,37 @@ def main(args: argparse.Namespace) -> int:
         anyio.run(_run, args)
     except KeyboardInterrupt:
         return 0
+    except BaseExceptionGroup as group:
+        failed = _leaves(group, StartupFailed)
+        if not failed:
+            raise
+        structlog.get_logger("provider.run").error("start-up failed", reason=str(failed[0]))
+        return 1
     return 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException], kind: type[Exception]) -> list[BaseException]:
+    """The exceptions of `kind` in a (nested) exception group, as anyio's task groups raise them."""
+    matched = group.subgroup(kind)
+    out: list[BaseException] = []
+    stack: list[BaseException] = [matched] if matched is not None else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BaseExceptionGroup):
+            stack.extend(item.exceptions)
+        else:
+            out.append(item)
+    return out
 
 
 async def _run(args: argparse.Namespace) -> None:
     from provider.kserve import build_provider
 
     log = structlog.get_logger("provider.run")
-    client = await KubeClient.connect(args.kubeconfig, args.context)
+    metrics = RuntimeMetrics()
+    client = await KubeClient.connect(
+        args.kubeconfig, args.context, user_agent=PROVIDER_NAME, observers=[metrics.observe_request]
+    )
     provider, shared = build_provider(os.environ, client=client)
     options = ManagerOptions(
         namespaces=args.namespaces,
@@ -134,7 +157,7 @@ async def _run(args: argparse.Namespace) -> None:
             tls_cert_dir=args.tls_cert_dir,
         ),
     )
-    manager = Manager(client, provider, options=options, shared=shared)
+    manager = Manager(client, provider, options=options, shared=shared, metrics=metrics)
     log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect)
     async with client, anyio.create_task_group() as tg:
 

@@ -221,7 +221,7 @@ def _gateway_status(
         )
         conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "CRDNotInstalled", message))
         return _report(Phase.PROVISIONING, message, conditions, requeue=REQUEUE_NOT_READY)
-    accepted, why = route_state(observed.get(("AIGatewayRoute", route_name)))
+    accepted, why = route_state(observed.get((kinds.AI_GATEWAY_ROUTE, route_name)))
     ready = kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready"))
     if accepted:
         note = f"Envoy AI Gateway accepted route {route_name}"
@@ -252,7 +252,7 @@ def _external_status(
     """LoadBalancer/NodePort: that endpoint once assigned, else in-cluster details plus the wait."""
     kind = inputs.external_service_type
     service_name = names.external_service_name(inputs.name)
-    service = observed.get(("Service", service_name))
+    service = observed.get((kinds.SERVICE, service_name))
     if kind == "LoadBalancer":
         details = connection.load_balancer_details(service)
         waiting = f"Waiting for the load balancer to assign an address to Service {service_name}"
@@ -278,7 +278,7 @@ def llm_status(
             "or install KServe's CRD charts)"
         )
         return _report(Phase.FAILED, message, own, requeue=REQUEUE_FAILED)
-    llmisvc = observed.get(("LLMInferenceService", inputs.name))
+    llmisvc = observed.get((kinds.LLM_INFERENCE_SERVICE, inputs.name))
     if llmisvc is None:
         return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
     conditions = [*passthrough_conditions(llmisvc), *own]

@@ -38,4 +38,4 @@ class PredictorTopology:
         return [inference_service(instance, validate_predictor(instance))]
 
     def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
-        return predictor_status(observed.get((INFERENCE_SERVICE.kind, instance.metadata.name)))
+        return predictor_status(observed.get((INFERENCE_SERVICE, instance.metadata.name)))

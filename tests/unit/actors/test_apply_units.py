@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from actors.apply import ApplyConflict, _parse_conflicts, content_hash
+from actors.apply import content_hash
+from actors.conflicts import ApplyConflict
+from actors.conflicts import parse_conflicts as _parse_conflicts
 from actors.interface import Resource
 from actors.kube import ApiError
 from actors.owned import OwnedIndex, owned_ref

@@ -35,7 +35,8 @@ def status(
     inputs: StatusInputs | None = None,
     **kwargs: Any,
 ) -> StatusReport:
-    observed = {(obj["kind"], obj["metadata"]["name"]): obj for obj in objects}
+    by_kind = {r.kind: r for r in kinds.OWNED}  # the fixtures carry a kind, not always an apiVersion
+    observed = {(by_kind[obj["kind"]], obj["metadata"]["name"]): obj for obj in objects}
     handler = LlmTopology(settings_ or settings())
     return handler.status(instance(engine, **kwargs), observed, inputs or StatusInputs())
 

@@ -7,6 +7,7 @@ import pytest
 from actors.interface import Condition, ConnectionDetails, Phase
 from provider.predictor import PredictorTopology
 from provider.predictor.status import REQUEUE_SECONDS, connection_details, predictor_status
+from provider.predictor.translate import INFERENCE_SERVICE
 from provider.topology import StatusInputs
 
 from .builders import READY_CONDITIONS, cond, instance, isvc, params
@@ -33,9 +34,9 @@ def test_no_inference_service_yet() -> None:
 
 
 def test_handler_looks_up_the_inference_service_by_instance_name() -> None:
-    observed = {("InferenceService", "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
+    observed = {(INFERENCE_SERVICE, "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
     assert TOPOLOGY.status(instance(), observed, StatusInputs()).phase is Phase.READY
-    other = {("InferenceService", "other"): isvc(name="other", conditions=READY_CONDITIONS)}
+    other = {(INFERENCE_SERVICE, "other"): isvc(name="other", conditions=READY_CONDITIONS)}
     assert TOPOLOGY.status(instance(), other, StatusInputs()).phase is Phase.PROVISIONING
 
 
@@ -244,7 +245,7 @@ def test_connection_details_rejects_garbage(url: str) -> None:
 
 
 def test_status_does_not_depend_on_parameters() -> None:
-    observed = {("InferenceService", "iris"): isvc(model_status=NO_RUNTIME)}
+    observed = {(INFERENCE_SERVICE, "iris"): isvc(model_status=NO_RUNTIME)}
     a = TOPOLOGY.status(instance(params(runtime="x")), observed, StatusInputs())
     b = TOPOLOGY.status(instance(), observed, StatusInputs())
     assert a == b
