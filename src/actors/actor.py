@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -26,20 +25,23 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
+from actors.clock import Clock, MonotonicClock
 from actors.ratelimit import RateLimiter
 
 log = structlog.get_logger("actors.actor")
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What a reconcile asks of its actor next."""
+class Action:
+    """What a reconcile asks of its actor next (kube-runtime's `Action`, controller-runtime's
+    `Result`): nothing until the next event, a run after `requeue_after` seconds, or, for a failure,
+    a run after the rate limiter's delay (the error policy: per-key backoff and a global bucket)."""
 
     requeue_after: float | None = None  # success: run again after this many seconds
     failed: bool = False  # failure: run again after the rate limiter's delay
 
 
-Reconcile = Callable[[str], Awaitable[Outcome]]
+Reconcile = Callable[[str], Awaitable[Action]]
 
 
 @dataclass
@@ -52,9 +54,9 @@ class _Actor:
     last_poke: float = 0.0
     starting: bool = True  # spawned, not yet holding a reconcile slot
 
-    def poke(self) -> None:
+    def poke(self, now: float) -> None:
         self.pending = True
-        self.last_poke = time.monotonic()
+        self.last_poke = now
         self.wake.set()
 
 
@@ -76,7 +78,9 @@ class ActorSystem:
         idle_timeout: float = 60.0,
         settle: float = 0.1,
         max_settle: float = 1.0,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock: Clock = clock or MonotonicClock()
         self.reconcile = reconcile
         self._limiter = limiter or RateLimiter()
         self._slots = anyio.CapacityLimiter(max_concurrent)
@@ -135,10 +139,9 @@ class ActorSystem:
         """Wake parked keys when their run comes due."""
         while True:
             changed = self._timers_changed = anyio.Event()
-            delay = self._timers[0][0] - time.monotonic() if self._timers else math.inf
-            if delay > 0:
-                with anyio.move_on_after(delay):
-                    await changed.wait()
+            due = self._timers[0][0] if self._timers else math.inf
+            if due > self._clock.now():
+                await self._clock.wait(changed, due)
                 continue
             due, key = heapq.heappop(self._timers)
             if self._parked.get(key) == due:
@@ -155,7 +158,7 @@ class ActorSystem:
         """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event."""
         actor = self._actors.get(key)
         if actor is not None:
-            actor.poke()
+            actor.poke(self._clock.now())
             return
         if self._task_group is None:
             raise RuntimeError("ActorSystem is not running")
@@ -175,7 +178,7 @@ class ActorSystem:
         self._starting += 1
         self.stats.started += 1
         self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
-        actor.poke()
+        actor.poke(self._clock.now())
 
     def _admit_backlog(self) -> None:
         """Give actors to backlog keys, oldest first, for the slots that are free."""
@@ -187,9 +190,9 @@ class ActorSystem:
     async def _wait_for_work(self, actor: _Actor) -> bool:
         """Block until the actor has work; False when it should exit for idleness (parking a run
         scheduled beyond the idle timeout)."""
-        idle_at = time.monotonic() + self._idle_timeout
+        idle_at = self._clock.now() + self._idle_timeout
         while not actor.pending:
-            now = time.monotonic()
+            now = self._clock.now()
             if actor.due is not None and now >= actor.due:
                 actor.due = None
                 return True
@@ -198,8 +201,7 @@ class ActorSystem:
                     self._park(actor.key, actor.due)
                 return False
             wake_at = idle_at if actor.due is None else min(actor.due, idle_at)
-            with anyio.move_on_after(wake_at - now):
-                await actor.wake.wait()
+            await self._clock.wait(actor.wake, wake_at)
         return True
 
     async def _loop(self, actor: _Actor) -> None:
@@ -214,17 +216,17 @@ class ActorSystem:
                     await self._settle_burst(actor)
                 if outcome.failed:
                     self.stats.failures += 1
-                    actor.due = time.monotonic() + self._limiter.when(actor.key)
+                    actor.due = self._clock.now() + self._limiter.when(actor.key)
                 else:
                     self._limiter.forget(actor.key)
                     if outcome.requeue_after is not None:
-                        actor.due = time.monotonic() + outcome.requeue_after
+                        actor.due = self._clock.now() + outcome.requeue_after
         except Exception:
             # A defect in this loop (not in the reconcile, which is wrapped) must cost one key a
             # delayed retry, not the task group and with it every other actor.
             log.exception("actor failed, retrying later", instance=actor.key)
             self.stats.failures += 1
-            self._park(actor.key, time.monotonic() + self._limiter.when(actor.key))
+            self._park(actor.key, self._clock.now() + self._limiter.when(actor.key))
         finally:
             # No await between the idle decision and this removal, so a concurrent notify()
             # either found this actor while it was still registered (and set pending, which
@@ -237,17 +239,17 @@ class ActorSystem:
         """Events arrived while we ran: let the burst finish (no event for `settle` seconds, at
         most `max_settle`) so the follow-up run sees its end. The first reaction to a change is
         never delayed; only the run that follows one already under way."""
-        deadline = time.monotonic() + self._max_settle
+        deadline = self._clock.now() + self._max_settle
         # A timer on the last event's time, re-armed as events keep coming: no event to wait on.
         while (quiet_at := actor.last_poke + self._settle) < deadline:
             # One clock read per step: reading it twice let the delay turn negative between the
             # check and the sleep, which anyio rejects (and which took the whole system down).
-            remaining = quiet_at - time.monotonic()
+            remaining = quiet_at - self._clock.now()
             if remaining <= 0:
                 return
-            await anyio.sleep(remaining)
+            await self._clock.sleep(remaining)
 
-    async def _run_once(self, actor: _Actor) -> Outcome:
+    async def _run_once(self, actor: _Actor) -> Action:
         async with self._slots:
             if actor.starting:
                 actor.starting = False
@@ -258,6 +260,6 @@ class ActorSystem:
                 return await self.reconcile(actor.key)
             except Exception:
                 log.exception("reconcile raised", instance=actor.key)
-                return Outcome(failed=True)
+                return Action(failed=True)
             finally:
                 actor.running = False

@@ -21,7 +21,7 @@ import structlog
 from opentelemetry import trace
 
 from actors import finalizer
-from actors.actor import Outcome
+from actors.actor import Action
 from actors.apply import Applier
 from actors.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.connection import connection_secret
@@ -99,14 +99,14 @@ class InstanceReconciler:
 
     # -- entry point ----------------------------------------------------------------------
 
-    async def __call__(self, key: str) -> Outcome:
+    async def __call__(self, key: str) -> Action:
         structlog.contextvars.bind_contextvars(instance=key)
         try:
             with tracer.start_as_current_span("reconcile", attributes={"instance": key}):
                 instance = self.instances.get(key)
                 if instance is None:
                     self.metrics.reconciles.labels(result="gone").inc()
-                    return Outcome()
+                    return Action()
                 try:
                     outcome = await self._reconcile(key, instance)  # a fresh copy: ours to modify
                 except TransportError as err:
@@ -114,11 +114,11 @@ class InstanceReconciler:
                     # any failure, in one line; a traceback per Instance per retry would bury the
                     # informers' "connection to API server lost", which says it all.
                     log.warning("API server unreachable, will retry", error=str(err) or type(err).__name__)
-                    outcome = Outcome(failed=True)
+                    outcome = Action(failed=True)
                 except finalizer.Conflict:
                     # Our copy was stale: the retry reads the newer one from the informer's cache.
                     log.info("Instance changed under a conditional write, will retry")
-                    outcome = Outcome(failed=True)
+                    outcome = Action(failed=True)
                 result = "error" if outcome.failed else "success"
                 self.metrics.reconciles.labels(result=result).inc()
                 if outcome.failed:
@@ -139,7 +139,7 @@ class InstanceReconciler:
     def _context(self, instance: KubeObject) -> ReconcileContext:
         return ReconcileContext(instance=instance, client=self.client, available=self.available())
 
-    async def _reconcile(self, key: str, instance: KubeObject) -> Outcome:
+    async def _reconcile(self, key: str, instance: KubeObject) -> Action:
         meta = instance["metadata"]
         ours = provider_name(instance) == self.config.provider_name
         if meta.get("deletionTimestamp") or not ours:
@@ -151,7 +151,7 @@ class InstanceReconciler:
                     self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
                 )
             # The update comes back as a watch event and runs us again with the new object.
-            return Outcome()
+            return Action()
 
         with self._step("validate"):
             problem = await self._problem(key, instance)
@@ -165,7 +165,7 @@ class InstanceReconciler:
             # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
             # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
             # is retried with backoff, as the Go runtime does.
-            return Outcome(failed=awaiting_provider(instance, self.providers))
+            return Action(failed=awaiting_provider(instance, self.providers))
         return await self._sync(instance)
 
     async def _problem(self, key: str, instance: KubeObject) -> str | None:
@@ -180,7 +180,7 @@ class InstanceReconciler:
                 problem = err.message
         return problem
 
-    async def _sync(self, instance: KubeObject) -> Outcome:
+    async def _sync(self, instance: KubeObject) -> Action:
         meta = instance["metadata"]
         bundle = effective_bundle(instance, self.providers)
         ctx = self._context(resolve_versions(instance, self.providers, bundle))
@@ -191,13 +191,13 @@ class InstanceReconciler:
                 force = (meta.get("annotations") or {}).get(self.config.force_annotation) == "true"
                 synced = await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
         except WaitFor as wait:
-            return Outcome(requeue_after=wait.seconds)
+            return Action(requeue_after=wait.seconds)
         except ResourceNotServed as gone:
             # Its CRD was removed after discovery: forget it until discovery sees it again, and run
             # once more so the provider reports the missing kind in its own words.
             log.warning("kind no longer served", resource=str(gone.resource))
             self._not_served(gone.resource)
-            return Outcome(requeue_after=0.0)
+            return Action(requeue_after=0.0)
         except (ApplyConflict, NameClash, ApiError) as err:
             return await self._sync_failed(instance, err, valid, bundle)
 
@@ -215,14 +215,14 @@ class InstanceReconciler:
                 complete=True,
             )
         if synced.recheck:
-            return Outcome(requeue_after=0.0)  # someone else wrote an object while we did: look again
+            return Action(requeue_after=0.0)  # someone else wrote an object while we did: look again
         if report.requeue_after is not None:
-            return Outcome(requeue_after=report.requeue_after)
+            return Action(requeue_after=report.requeue_after)
         if report.phase != Phase.READY:
-            return Outcome(requeue_after=self.config.poll_not_ready)
-        return Outcome()
+            return Action(requeue_after=self.config.poll_not_ready)
+        return Action()
 
-    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Outcome:
+    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Action:
         """Say on status why the derived objects could not be written, and when to try again."""
         if isinstance(err, ApplyConflict):
             reason, message, phase = "ApplyConflict", f"apply conflict: {err}", Phase.FAILED
@@ -239,19 +239,19 @@ class InstanceReconciler:
             keep_phase=True,
         )
         if isinstance(err, NameClash):
-            return Outcome(requeue_after=NAME_CLASH_RETRY)
-        return Outcome(failed=True)
+            return Action(requeue_after=NAME_CLASH_RETRY)
+        return Action(failed=True)
 
     # -- deletion, and an Instance handed to another provider -----------------------------
 
-    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Outcome:
+    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Action:
         """Delete every object we own, then take our finalizer off: on deletion, or when the
         Instance's providerRef moved to another provider (whose finalizer it then is, once that
         provider's runtime has put its own label on)."""
         meta = instance["metadata"]
         uid = str(meta.get("uid", ""))
         if not finalizer.holds_finalizer(instance) and not self.index.owned_by(key, uid):
-            return Outcome()
+            return Action()
         if ours:
             await self.status.write(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
         with self._step("cleanup"):
@@ -259,7 +259,7 @@ class InstanceReconciler:
                 try:
                     await self.provider.cleanup(self._context(instance))
                 except WaitFor as wait:
-                    return Outcome(requeue_after=wait.seconds)
+                    return Action(requeue_after=wait.seconds)
             remaining = self.index.owned_by(key, uid)
             for ref in remaining:
                 if not ref.deleting:
@@ -268,7 +268,7 @@ class InstanceReconciler:
             # Deletions land as watch events that run us again; while an object is held (a
             # foreign finalizer, say) we retry with backoff and keep our finalizer.
             log.info("waiting for derived objects to go", remaining=[f"{r.kind}/{r.name}" for r in remaining])
-            return Outcome(failed=True)
+            return Action(failed=True)
         if ours or (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.config.provider_name:
             with self._step("finalizer"):
                 await finalizer.remove(
@@ -278,4 +278,4 @@ class InstanceReconciler:
                     drop_label=None if ours else self.config.provider_name,
                 )
             log.info("cleanup complete, finalizer removed" if ours else "released to another provider")
-        return Outcome()
+        return Action()
