@@ -58,8 +58,8 @@ READS = ("get", "list")
 def _kserve_instance(topology: str, component: str, spec: dict[str, Any]) -> Callable[[str, str], KubeObject]:
     def build(name: str, namespace: str) -> KubeObject:
         return {
-            "apiVersion": "core.openeverest.io/v1alpha1",
-            "kind": "Instance",
+            "apiVersion": INSTANCES.api_version,
+            "kind": INSTANCES.kind,
             "metadata": {"name": name, "namespace": namespace},
             "spec": {
                 "providerRef": {"name": "provider-kserve"},
@@ -473,8 +473,8 @@ async def main(args: argparse.Namespace) -> None:
             await kube.create(
                 PROVIDERS,
                 {
-                    "apiVersion": "core.openeverest.io/v1alpha1",
-                    "kind": "Provider",
+                    "apiVersion": PROVIDERS.api_version,
+                    "kind": PROVIDERS.kind,
                     "metadata": {"name": "provider-kserve"},
                     "spec": generated["spec"],
                 },

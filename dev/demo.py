@@ -109,7 +109,7 @@ async def main(args: argparse.Namespace) -> None:
             spec = generated["spec"]
             await kube.create(
                 PROVIDERS,
-                {"apiVersion": "core.openeverest.io/v1alpha1", "kind": "Provider",
+                {"apiVersion": PROVIDERS.api_version, "kind": PROVIDERS.kind,
                  "metadata": {"name": "provider-kserve"}, "spec": spec},
             )
             env = {

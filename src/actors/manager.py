@@ -94,51 +94,23 @@ class Manager:
         self.index = OwnedIndex()
         self.writes = OwnWrites()
         # The provider's kinds, and the connection Secret the runtime writes itself.
-        owned = [*dict.fromkeys([*provider.owned_resources(), SECRETS])]
-        intent_annotation = f"{provider.annotation_domain}/applied-intent"
+        self.owned = [*dict.fromkeys([*provider.owned_resources(), SECRETS])]
+        self.intent_annotation = f"{provider.annotation_domain}/applied-intent"
         self.applier = Applier(
             client,
             self.index,
             self.writes,
             field_manager=provider.name,
             provider_name=provider.name,
-            intent_annotation=intent_annotation,
-            resources=owned,
+            intent_annotation=self.intent_annotation,
+            resources=self.owned,
             unpruned=frozenset({SECRETS}),
         )
         self.instances = InstanceStore(provider.name, opts.limits, self.index)
         self.providers: dict[str, KubeObject] = {}
-        self.kinds = OwnedKinds(
-            client,
-            owned,
-            scopes=self._scopes(),
-            label_selector=f"{LABEL_PROVIDER}={provider.name}",
-            transform=lambda resource, obj: owned_ref(resource, obj, intent_annotation=intent_annotation),
-            on_change=self._owned_changed,
-            interval=opts.discovery_interval,
-            sync_timeout=opts.sync_timeout,
-        )
+        self.kinds = self._owned_kinds()
         self.status = StatusWriter(client, field_manager=provider.name)
-        self.reconciler = InstanceReconciler(
-            client=client,
-            provider=provider,
-            config=RuntimeConfig(
-                provider_name=provider.name,
-                field_manager=provider.name,
-                force_annotation=f"{provider.annotation_domain}/force-ownership",
-                poll_not_ready=opts.poll_not_ready,
-                limits=opts.limits,
-            ),
-            instances=self.instances.objects,
-            providers=self.providers,
-            index=self.index,
-            applier=self.applier,
-            status=self.status,
-            available=self.kinds.available,
-            metrics=self.metrics,
-            rejected=self.instances.rejected,
-            not_served=self.kinds.not_served,
-        )
+        self.reconciler = self._reconciler()
         self.actors = ActorSystem(
             self.reconciler,
             limiter=RateLimiter(
@@ -168,6 +140,42 @@ class Manager:
             for namespace in self._scopes()
         ]
         self._leading = False
+
+    def _owned_kinds(self) -> OwnedKinds:
+        annotation = self.intent_annotation
+        return OwnedKinds(
+            self.client,
+            self.owned,
+            scopes=self._scopes(),
+            label_selector=f"{LABEL_PROVIDER}={self.provider.name}",
+            transform=lambda resource, obj: owned_ref(resource, obj, intent_annotation=annotation),
+            on_change=self._owned_changed,
+            interval=self.options.discovery_interval,
+            sync_timeout=self.options.sync_timeout,
+        )
+
+    def _reconciler(self) -> InstanceReconciler:
+        opts, name = self.options, self.provider.name
+        return InstanceReconciler(
+            client=self.client,
+            provider=self.provider,
+            config=RuntimeConfig(
+                provider_name=name,
+                field_manager=name,
+                force_annotation=f"{self.provider.annotation_domain}/force-ownership",
+                poll_not_ready=opts.poll_not_ready,
+                limits=opts.limits,
+            ),
+            instances=self.instances.objects,
+            providers=self.providers,
+            index=self.index,
+            applier=self.applier,
+            status=self.status,
+            available=self.kinds.available,
+            metrics=self.metrics,
+            rejected=self.instances.rejected,
+            not_served=self.kinds.not_served,
+        )
 
     def _scopes(self) -> list[str | None]:
         """Namespaces to watch; [None] means all namespaces."""

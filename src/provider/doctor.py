@@ -27,9 +27,7 @@ import anyio
 from actors.interface import KubeObject, Resource
 from actors.kube import ApiError, KubeClient, TransportError
 from actors.resources import CRDS, INSTANCES, PROVIDERS
-from provider.gateway_actor import GATEWAYS
-from provider.llm.kinds import NODE
-from provider.namespace_actor import NAMESPACES
+from provider.kinds import GATEWAYS, NAMESPACES, NODE
 from provider.rbac import RULES, AccessCheck, Rule, access_checks
 
 SSAR_PATH: Final = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"

@@ -16,16 +16,16 @@ from anyio.abc import TaskStatus
 from pydantic import ValidationError
 
 from actors.informer import Informer
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.shared import SharedActor, Wake, wake_nobody
 from provider.connection import uri_host
+from provider.kinds import GATEWAYS
 from provider.llm.params import LlmTopologyParameters
 from provider.settings import ProviderSettings
 
 log = structlog.get_logger("provider.gateway")
 
-GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 # How long startup waits for the Gateway's first list.
 SYNC_TIMEOUT: Final = 10.0
 

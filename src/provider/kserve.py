@@ -30,7 +30,7 @@ from provider.errors import first_error_message
 from provider.field_rules import check_object_name
 from provider.gateway_actor import AIGatewayActor
 from provider.instance import Instance
-from provider.llm.kinds import NODE, OPTIONAL, SERVICE
+from provider.kinds import NODE, OPTIONAL, SERVICE
 from provider.llm.quote import quote
 from provider.names import ANNOTATION_DOMAIN, PROVIDER_NAME
 from provider.namespace_actor import NamespaceLevels

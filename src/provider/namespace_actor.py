@@ -15,14 +15,14 @@ import structlog
 from anyio.abc import TaskStatus
 
 from actors.informer import Informer
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.shared import SharedActor, Wake, wake_nobody
+from provider.kinds import NAMESPACES
 from provider.pod_security import ENFORCE_LABEL, LEVELS, Level
 
 log = structlog.get_logger("provider.namespaces")
 
-NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SYNC_TIMEOUT: Final = 10.0
 
 

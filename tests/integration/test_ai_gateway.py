@@ -19,9 +19,9 @@ from actors.kube import KubeClient
 from actors.manager import Manager
 from actors.ownership import stamp
 from actors.resources import INSTANCES
-from provider.gateway_actor import GATEWAYS
+from provider import kinds
+from provider.kinds import GATEWAYS
 from provider.kserve import KServeProvider, build_provider
-from provider.llm import kinds
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
 from provider.topology import Catalogs

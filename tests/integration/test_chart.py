@@ -965,9 +965,9 @@ async def test_provider_reconciles_under_chart_rbac(
     Service), an AI Gateway llm Instance (route and token quota) and a predictor Instance to their
     derived objects, status and connection Secrets, then deletes them: without a single 403."""
     from actors.resources import INSTANCES, PROVIDERS
+    from provider import kinds as llm_kinds
+    from provider.kinds import INFERENCE_SERVICE
     from provider.kserve import build_provider
-    from provider.llm import kinds as llm_kinds
-    from provider.predictor.translate import INFERENCE_SERVICE
     from tests.support.runtime import running_manager, wait_for
 
     release = f"pk-{namespace}"

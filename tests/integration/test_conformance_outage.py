@@ -28,8 +28,8 @@ import pytest
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
 from actors.kube import KubeClient
 from actors.resources import INSTANCES
+from provider.kinds import POD_MONITOR, SERVICE
 from provider.kserve import KServeProvider
-from provider.llm.kinds import POD_MONITOR, SERVICE
 from tests.integration.test_conformance_support import (
     TcpProxy,
     census,

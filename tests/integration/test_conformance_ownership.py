@@ -28,7 +28,7 @@ from actors.manager import Manager
 from actors.ownership import FINALIZER, LABEL_PROVIDER
 from actors.resources import INSTANCES, SECRETS
 from provider.inspect import gather, owners_of
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
+from provider.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from provider.names import FORCE_OWNERSHIP_ANNOTATION, PROVIDER_NAME
 from provider.topology import Catalogs
 from tests.integration.test_conformance_support import (

@@ -19,7 +19,7 @@ import pytest
 
 from actors.kube import KubeClient
 from actors.resources import INSTANCES, SECRETS
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
+from provider.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from tests.integration.test_conformance_support import (
     SELECTOR,
     census,

@@ -33,8 +33,8 @@ from actors.interface import KubeObject, Resource
 from actors.kube import KubeClient
 from actors.ownership import LABEL_INSTANCE, LABEL_PROVIDER, is_owned_by
 from actors.resources import INSTANCES, SECRETS
+from provider.kinds import LLM_INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.llm.kinds import LLM_INFERENCE_SERVICE
 from provider.names import PROVIDER_NAME
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs

@@ -17,8 +17,8 @@ from actors.interface import KubeObject, Resource
 from actors.kube import KubeClient
 from actors.ownership import inventory_selector, is_owned_by, ownership_labels, stamp
 from actors.resources import INSTANCES, SECRETS
+from provider import kinds
 from provider.kserve import build_provider
-from provider.llm import kinds
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
 from tests.support.runtime import running_manager, wait_for

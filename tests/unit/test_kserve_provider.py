@@ -11,11 +11,11 @@ import pytest
 from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
 from actors.kube import ApiError, KubeClient
 from actors.shared import wake_nobody
+from provider import kinds
 from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor
 from provider.gateway_actor import AIGatewayActor
 from provider.instance import Instance
 from provider.kserve import KServeProvider, build_provider, node_addresses
-from provider.llm import kinds
 from provider.llm.handler import LlmTopology
 from provider.pod_security import PodPolicy
 from provider.settings import ProviderSettings

@@ -18,7 +18,7 @@ import aiohttp
 
 from actors import decode
 from actors.kube.config import Configuration, load_configuration, proxy_for, ssl_context
-from actors.kube.errors import ApiError, RequestTimeout, TransportError
+from actors.kube.errors import ApiError, RequestTimeout, TransportError, api_error, api_error_from_status
 from actors.resource import KubeObject, Resource
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -144,7 +144,7 @@ class KubeClient:
             for observe in self._observers:
                 observe(_verb(method, query, name), resource, code, time.perf_counter() - started)
         if not 200 <= code <= 299:
-            raise _api_error(code, _decode_error_body(raw))
+            raise api_error(code, raw)
         return decode.loads(raw) if raw else {}
 
     async def _send(
@@ -259,13 +259,13 @@ class KubeClient:
         try:
             with _transport_errors():
                 if response.status != 200:
-                    raise _api_error(response.status, _decode_error_body(await response.read()))
+                    raise api_error(response.status, await response.read())
                 async for line in response.content:
                     if not line.strip():
                         continue
                     event = decode.loads(line)
                     if event.get("type") == "ERROR":
-                        raise _api_error(int(event["object"].get("code", 500)), event["object"])
+                        raise api_error_from_status(int(event["object"].get("code", 500)), event["object"])
                     yield event
         finally:
             response.release()
@@ -383,22 +383,3 @@ def _transport_errors() -> Iterator[None]:
         raise RequestTimeout(str(err) or "request timed out") from err
     except (aiohttp.ClientError, OSError) as err:
         raise TransportError(str(err) or type(err).__name__) from err
-
-
-def _decode_error_body(raw: bytes) -> Any:
-    """A metav1.Status, or the plain text some paths answer with (e.g. `404 page not found` for a
-    group that is not served)."""
-    try:
-        return decode.loads(raw) if raw else {}
-    except ValueError:
-        return raw.decode(errors="replace").strip()
-
-
-def _api_error(code: int, decoded: Any) -> ApiError:
-    body = decoded if isinstance(decoded, dict) else {}
-    return ApiError(
-        status=code,
-        reason=str(body.get("reason", "")),
-        message=str(body.get("message", decoded)),
-        body=body,
-    )

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from actors import decode
+
 
 class KubeError(Exception):
     """Base of everything the client raises about a request."""
@@ -40,3 +42,20 @@ class TransportError(KubeError):
 
 class RequestTimeout(TransportError):
     """No (complete) answer within the request's timeout."""
+
+
+def api_error(code: int, raw: bytes) -> ApiError:
+    """The ApiError for a non-2xx answer: its metav1.Status, or the plain text some paths answer
+    with (e.g. `404 page not found` for a group that is not served)."""
+    try:
+        decoded: Any = decode.loads(raw) if raw else {}
+    except ValueError:
+        decoded = raw.decode(errors="replace").strip()
+    return api_error_from_status(code, decoded)
+
+
+def api_error_from_status(code: int, decoded: Any) -> ApiError:
+    body = decoded if isinstance(decoded, dict) else {}
+    return ApiError(
+        status=code, reason=str(body.get("reason", "")), message=str(body.get("message", decoded)), body=body
+    )

@@ -27,7 +27,6 @@ def register(subparsers: Any) -> None:
     add_connection_arguments(parser)
     # The runtime's own defaults, so the flags and ManagerOptions cannot drift apart.
     defaults = ManagerOptions()
-    served = defaults.endpoints
     limits = defaults.limits
     parser.add_argument(
         "--namespace",
@@ -36,28 +35,7 @@ def register(subparsers: Any) -> None:
         default=[],
         help="watch only this namespace (repeatable); default: all namespaces",
     )
-    parser.add_argument("--metrics-port", type=int, default=served.metrics_port, help="0 turns /metrics off")
-    parser.add_argument("--health-port", type=int, default=served.health_port, help="0 turns the probes off")
-    parser.add_argument("--validation-port", type=int, default=served.validation_port, help="0 turns /validate off")
-    parser.add_argument("--bind-host", default=served.bind_host, help="address every server listens on")
-    parser.add_argument(
-        "--metrics-bind-host", default=served.metrics_bind_host, help="address /metrics listens on (e.g. 127.0.0.1)"
-    )
-    parser.add_argument(
-        "--metrics-auth",
-        choices=("none", "rbac"),
-        default="rbac" if served.metrics_auth else "none",
-        help="rbac: /metrics needs a bearer token allowed to get it (TokenReview + SubjectAccessReview), over TLS",
-    )
-    parser.add_argument(
-        "--validation-auth",
-        choices=("none", "rbac"),
-        default="rbac" if served.validation_auth else "none",
-        help="rbac: /validate and /schema need a bearer token allowed to use them, over TLS",
-    )
-    parser.add_argument(
-        "--tls-cert-dir", default=served.tls_cert_dir, help="tls.crt and tls.key of the protected servers"
-    )
+    _add_server_arguments(parser, defaults)
     parser.add_argument(
         "--max-instance-spec-bytes", type=int, default=limits.max_spec_bytes, help="largest Instance spec (JSON bytes)"
     )
@@ -91,6 +69,33 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
     parser.add_argument("--log-format", choices=("json", "console"), default="json")
     parser.set_defaults(func=main)
+
+
+def _add_server_arguments(parser: argparse.ArgumentParser, defaults: ManagerOptions) -> None:
+    """The probes, /metrics and /validate: ports, addresses, authorization, TLS."""
+    served = defaults.endpoints
+    parser.add_argument("--metrics-port", type=int, default=served.metrics_port, help="0 turns /metrics off")
+    parser.add_argument("--health-port", type=int, default=served.health_port, help="0 turns the probes off")
+    parser.add_argument("--validation-port", type=int, default=served.validation_port, help="0 turns /validate off")
+    parser.add_argument("--bind-host", default=served.bind_host, help="address every server listens on")
+    parser.add_argument(
+        "--metrics-bind-host", default=served.metrics_bind_host, help="address /metrics listens on (e.g. 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--metrics-auth",
+        choices=("none", "rbac"),
+        default="rbac" if served.metrics_auth else "none",
+        help="rbac: /metrics needs a bearer token allowed to get it (TokenReview + SubjectAccessReview), over TLS",
+    )
+    parser.add_argument(
+        "--validation-auth",
+        choices=("none", "rbac"),
+        default="rbac" if served.validation_auth else "none",
+        help="rbac: /validate and /schema need a bearer token allowed to use them, over TLS",
+    )
+    parser.add_argument(
+        "--tls-cert-dir", default=served.tls_cert_dir, help="tls.crt and tls.key of the protected servers"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from actors.interface import KubeObject, Phase, Resource, StatusReport, ValidationFailed
+from provider import kinds
 from provider.instance import Instance
-from provider.llm import kinds
 from provider.llm.exposure import external_service
 from provider.llm.gateway import gateway_objects
 from provider.llm.monitoring import pod_monitor

@@ -35,10 +35,10 @@ from collections.abc import Iterable
 from typing import Final
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
-from provider import kserve_conditions, names
+from provider import kinds, kserve_conditions, names
 from provider.connection import url_details
 from provider.kserve_conditions import passthrough_conditions
-from provider.llm import connection, kinds
+from provider.llm import connection
 from provider.llm.gateway import route_state, token_limit_enforced
 from provider.llm.inputs import LlmInputs
 from provider.llm.monitoring import metrics_wanted

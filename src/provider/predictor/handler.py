@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from actors.interface import KubeObject, Resource, StatusReport
 from provider.instance import Instance
+from provider.kinds import INFERENCE_SERVICE
 from provider.pod_security import PodPolicy
 from provider.predictor.status import predictor_status
-from provider.predictor.translate import INFERENCE_SERVICE, inference_service
+from provider.predictor.translate import inference_service
 from provider.predictor.validation import validate_predictor
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs, Observed, StatusInputs

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
+from provider import kinds
 from provider.connection import url_details
 from provider.kserve_conditions import passthrough_conditions
-from provider.llm import kinds
 from provider.llm.connection import gateway_details
 from provider.llm.handler import LlmTopology
 from provider.llm.status import REQUEUE_FAILED, REQUEUE_NOT_READY

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, Phase
+from provider.kinds import INFERENCE_SERVICE
 from provider.predictor import PredictorTopology
 from provider.predictor.status import REQUEUE_SECONDS, connection_details, predictor_status
-from provider.predictor.translate import INFERENCE_SERVICE
 from provider.topology import StatusInputs
 
 from .builders import READY_CONDITIONS, cond, instance, isvc, params
