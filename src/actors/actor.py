@@ -5,7 +5,8 @@ burst of N events while a reconcile runs collapses into a single flag, so it cos
 more run. An actor with nothing pending exits after `idle_timeout` and is recreated by the next
 event, so memory follows the working set. An actor task costs a few kilobytes, so keys that could
 not run yet do not get one: while every reconcile slot is taken, a key without an actor waits in
-a FIFO backlog (a dict entry) and gets its actor when a slot frees; and a run scheduled beyond the
+a backlog (a dict entry) and gets its actor when a slot frees, urgent keys (a user's change to an
+existing Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run scheduled beyond the
 idle timeout (a status poll, a long backoff) is parked as one heap entry served by a single timer
 task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog entries, not 5000 tasks.
 
@@ -91,7 +92,9 @@ class ActorSystem:
         # Runs of exited actors, due at a monotonic time: key -> due, and a heap of (due, key)
         # whose entries no longer in `_parked` (the key ran earlier) are skipped when they come up.
         self._parked: dict[str, float] = {}
-        # Keys waiting for a reconcile slot before getting an actor, in arrival order.
+        # Keys waiting for a reconcile slot before getting an actor, in arrival order: urgent ones
+        # go first.
+        self._urgent: dict[str, None] = {}
         self._backlog: dict[str, None] = {}
         self._starting = 0  # actors spawned but not yet holding a slot
         self._timers: list[tuple[float, str]] = []
@@ -108,7 +111,8 @@ class ActorSystem:
     @property
     def depth(self) -> int:
         """Keys waiting to run now (not running, not merely scheduled for later)."""
-        return len(self._backlog) + sum(1 for a in self._actors.values() if a.pending and not a.running)
+        waiting = len(self._urgent) + len(self._backlog)
+        return waiting + sum(1 for a in self._actors.values() if a.pending and not a.running)
 
     @property
     def busy(self) -> int:
@@ -154,8 +158,9 @@ class ActorSystem:
         if self._timers[0] == (due, key):
             self._timers_changed.set()  # the earliest timer moved: re-arm the sleep
 
-    def notify(self, key: str) -> None:
-        """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event."""
+    def notify(self, key: str, *, urgent: bool = False) -> None:
+        """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event.
+        An `urgent` key waiting for a slot goes ahead of every bulk one."""
         actor = self._actors.get(key)
         if actor is not None:
             actor.poke(self._clock.now())
@@ -163,8 +168,13 @@ class ActorSystem:
         if self._task_group is None:
             raise RuntimeError("ActorSystem is not running")
         self._parked.pop(key, None)  # a fresh run supersedes the scheduled one
-        if self._backlog or not self._slot_free():
-            self._backlog[key] = None  # already queued: its run will read the latest state anyway
+        if self._urgent or self._backlog or not self._slot_free():
+            # Already queued: its run will read the latest state anyway.
+            if urgent:
+                self._backlog.pop(key, None)
+                self._urgent[key] = None
+            elif key not in self._urgent:
+                self._backlog[key] = None
             return
         self._spawn(key)
 
@@ -182,9 +192,10 @@ class ActorSystem:
 
     def _admit_backlog(self) -> None:
         """Give actors to backlog keys, oldest first, for the slots that are free."""
-        while self._backlog and self._slot_free() and self._task_group is not None:
-            key = next(iter(self._backlog))
-            del self._backlog[key]
+        while (self._urgent or self._backlog) and self._slot_free() and self._task_group is not None:
+            queue = self._urgent or self._backlog
+            key = next(iter(queue))
+            del queue[key]
             self._spawn(key)  # a backlog key has no actor: notify() queues only those
 
     async def _wait_for_work(self, actor: _Actor) -> bool:

@@ -58,8 +58,12 @@ class ManagerOptions:
     backoff_base: float = 0.005
     backoff_cap: float = 1000.0
     idle_timeout: float = 10.0
-    resync_period: float = 600.0
-    poll_not_ready: float = 60.0
+    # A safety net, not how changes arrive (every derived object is watched): hours, as in
+    # controller-runtime (its SyncPeriod defaults to 10 h).
+    resync_period: float = 10 * 3600.0
+    # Re-run an Instance that is not Ready after this many seconds; None: never (its derived
+    # objects' watch events bring KServe's progress).
+    poll_not_ready: float | None = None
     discovery_interval: float = 30.0
     # How long a cache may take to list before start-up fails naming its kind.
     sync_timeout: float = 120.0
@@ -254,7 +258,8 @@ class Manager:
 
     def _instance_changed(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> None:
         if self.instances.update(key, old, new):
-            self.actors.notify(key)
+            # A change to an Instance we already had is a user's edit: ahead of bulk work.
+            self.actors.notify(key, urgent=old is not None and new is not None)
 
     def _provider_changed(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
         if new is None:

@@ -61,7 +61,7 @@ class RuntimeConfig:
     # The Instance annotation that, set to "true", opts in to taking fields another manager holds
     # (server-side apply force). Off by default: we never take fields silently.
     force_annotation: str
-    poll_not_ready: float = 60.0
+    poll_not_ready: float | None = None
     limits: InstanceLimits = field(default_factory=InstanceLimits)
 
 
@@ -218,7 +218,7 @@ class InstanceReconciler:
             return Action(requeue_after=0.0)  # someone else wrote an object while we did: look again
         if report.requeue_after is not None:
             return Action(requeue_after=report.requeue_after)
-        if report.phase != Phase.READY:
+        if report.phase != Phase.READY and self.config.poll_not_ready:
             return Action(requeue_after=self.config.poll_not_ready)
         return Action()
 

@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
         "--resync-period", type=float, default=defaults.resync_period, help="seconds between full resyncs"
     )
     parser.add_argument(
-        "--poll-not-ready", type=float, default=defaults.poll_not_ready, help="status poll while not Ready (s)"
+        "--poll-not-ready", type=float, default=0, help="status poll while not Ready (s); 0: none, watch events only"
     )
     parser.add_argument(
         "--leader-elect",
@@ -146,7 +146,7 @@ async def _run(args: argparse.Namespace) -> None:
         backoff_cap=args.backoff_cap,
         idle_timeout=args.idle_timeout,
         resync_period=args.resync_period,
-        poll_not_ready=args.poll_not_ready,
+        poll_not_ready=args.poll_not_ready or None,
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,

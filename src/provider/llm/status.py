@@ -46,11 +46,8 @@ from provider.llm.serviceaccount import hf_token_attached, hf_token_blocked
 from provider.settings import ProviderSettings
 from provider.topology import Observed, StatusInputs
 
-# The LLMInferenceService and the other derived objects are watched, so KServe's progress arrives
-# as events; this poll is only a safety net for inputs that are not (node addresses for NodePort).
-# Kept long because at thousands of not-yet-Ready Instances every poll is a reconcile.
-REQUEUE_NOT_READY: Final = 60.0
-REQUEUE_FAILED: Final = 60.0
+# No status poll: the LLMInferenceService and the other derived objects are watched, so KServe's
+# progress arrives as events (the manager's periodic resync is the safety net).
 
 WAITING_LLMISVC: Final = "Waiting for LLMInferenceService"
 CREATING: Final = "LLMInferenceService is being created"
@@ -220,7 +217,7 @@ def _gateway_status(
             "(install the provider chart with aiGateway.enabled)"
         )
         conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "CRDNotInstalled", message))
-        return _report(Phase.PROVISIONING, message, conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, message, conditions)
     accepted, why = route_state(observed.get((kinds.AI_GATEWAY_ROUTE, route_name)))
     ready = kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready"))
     if accepted:
@@ -236,13 +233,13 @@ def _gateway_status(
     else:
         conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "NotAccepted", why))
     if not ready:
-        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions)
     if not accepted:
-        return _report(Phase.PROVISIONING, why, conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, why, conditions)
     base_url = status_inputs.gateway_base_url
     details = connection.gateway_details(base_url) if base_url else None
     if details is None:
-        return _report(Phase.PROVISIONING, WAITING_GATEWAY_ADDRESS, conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, WAITING_GATEWAY_ADDRESS, conditions)
     return _report(Phase.READY, "", conditions, details)
 
 
@@ -264,7 +261,7 @@ def _external_status(
         return _report(Phase.READY, "", conditions, details)
     in_cluster = connection.in_cluster_details(llmisvc, inputs.name, inputs.namespace)
     conditions.append(Condition(EXTERNAL_ACCESS, "False", f"{kind}Pending", f"{waiting}; in-cluster: {in_cluster.uri}"))
-    return _report(Phase.READY, "", conditions, in_cluster, requeue=REQUEUE_NOT_READY)
+    return _report(Phase.READY, "", conditions, in_cluster)
 
 
 def llm_status(
@@ -277,21 +274,21 @@ def llm_status(
             "(the provider chart ships them in crds/: run `make vendor-kserve-crds` before packaging it, "
             "or install KServe's CRD charts)"
         )
-        return _report(Phase.FAILED, message, own, requeue=REQUEUE_FAILED)
+        return _report(Phase.FAILED, message, own)
     llmisvc = observed.get((kinds.LLM_INFERENCE_SERVICE, inputs.name))
     if llmisvc is None:
-        return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, WAITING_LLMISVC, own)
     conditions = [*passthrough_conditions(llmisvc), *own]
 
     if (stale := kserve_conditions.stale_generation(llmisvc, "LLMInferenceService")) is not None:
-        return _report(Phase.PROVISIONING, stale, conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, stale, conditions)
     if (failure := config_failure(llmisvc)) is not None:
         # Still polled: installing the preset or creating the baseRef heals it without an edit.
-        return _report(Phase.FAILED, failure, conditions, requeue=REQUEUE_FAILED)
+        return _report(Phase.FAILED, failure, conditions)
     if inputs.uses_ai_gateway:
         return _gateway_status(inputs, llmisvc, observed, status_inputs, conditions)
     if not kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready")):
-        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions)
     if inputs.external_service_type is not None:
         return _external_status(inputs, llmisvc, observed, status_inputs, conditions)
     url = str((llmisvc.get("status") or {}).get("url") or "")

@@ -30,8 +30,8 @@ from actors.interface import ConnectionDetails, KubeObject, Phase, StatusReport
 from provider.connection import url_details
 from provider.kserve_conditions import passthrough_conditions, stale_generation
 
-# The InferenceService is watched, so KServe's progress arrives as events; this poll is a safety net.
-REQUEUE_SECONDS: Final = 60.0
+# No status poll: the InferenceService is watched, so KServe's progress arrives as events (the
+# manager's periodic resync is the safety net).
 
 WAITING_MESSAGE: Final = "Waiting for InferenceService"
 CREATING_MESSAGE: Final = "InferenceService is being created"
@@ -115,10 +115,10 @@ def _progress_message(isvc: KubeObject) -> str:
 
 def predictor_status(isvc: KubeObject | None) -> StatusReport:
     if isvc is None:
-        return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
+        return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE)
     conditions = passthrough_conditions(isvc)
     if (stale := stale_generation(isvc, "InferenceService")) is not None:
-        return StatusReport(Phase.PROVISIONING, stale, conditions, requeue_after=REQUEUE_SECONDS)
+        return StatusReport(Phase.PROVISIONING, stale, conditions)
     ready = _condition(isvc, "Ready")
     if ready is not None and ready.get("status") == "True":
         url = _address(isvc)
@@ -127,5 +127,5 @@ def predictor_status(isvc: KubeObject | None) -> StatusReport:
     failure = model_failure(isvc)
     if failure is not None:
         # Still polled: installing the runtime (or the model appearing) heals it without an edit.
-        return StatusReport(Phase.FAILED, failure, conditions, requeue_after=REQUEUE_SECONDS)
-    return StatusReport(Phase.PROVISIONING, _progress_message(isvc), conditions, requeue_after=REQUEUE_SECONDS)
+        return StatusReport(Phase.FAILED, failure, conditions)
+    return StatusReport(Phase.PROVISIONING, _progress_message(isvc), conditions)

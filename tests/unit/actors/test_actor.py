@@ -333,3 +333,23 @@ async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(m
     # The defect cost ns/bad one parked retry; ns/good ran its follow-up as usual.
     assert system.stats.failures == 1
     assert runs == {"ns/bad": 2, "ns/good": 2}
+
+
+async def test_an_urgent_key_goes_ahead_of_the_bulk_backlog() -> None:
+    clock = FakeClock()
+    order: list[str] = []
+
+    async def reconcile(key: str) -> Action:
+        order.append(key)
+        await clock.sleep(0.01)
+        return Action()
+
+    system = ActorSystem(reconcile, max_concurrent=1, idle_timeout=10.0, clock=clock)
+    async with system_running(system):
+        for i in range(5):
+            system.notify(f"ns/bulk-{i}")
+        system.notify("ns/bulk-3", urgent=True)  # a user's change to a key already queued
+        system.notify("ns/edit", urgent=True)
+        await clock.until(lambda: len(order) == 6)
+    # The one running first finishes; then the urgent keys, in arrival order; then the rest.
+    assert order == ["ns/bulk-0", "ns/bulk-3", "ns/edit", "ns/bulk-1", "ns/bulk-2", "ns/bulk-4"]

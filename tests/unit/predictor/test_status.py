@@ -7,7 +7,7 @@ import pytest
 from actors.interface import Condition, ConnectionDetails, Phase
 from provider.kinds import INFERENCE_SERVICE
 from provider.predictor import PredictorTopology
-from provider.predictor.status import REQUEUE_SECONDS, connection_details, predictor_status
+from provider.predictor.status import connection_details, predictor_status
 from provider.topology import StatusInputs
 
 from .builders import READY_CONDITIONS, cond, instance, isvc, params
@@ -30,7 +30,7 @@ def test_no_inference_service_yet() -> None:
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Waiting for InferenceService"
     assert report.conditions == ()
-    assert report.requeue_after == REQUEUE_SECONDS
+    assert report.requeue_after is None  # no poll: the InferenceService is watched
 
 
 def test_handler_looks_up_the_inference_service_by_instance_name() -> None:
@@ -83,7 +83,7 @@ def test_not_ready_uses_kserve_message() -> None:
     report = predictor_status(isvc(conditions=conditions))
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Deployment does not have minimum availability."
-    assert report.requeue_after == REQUEUE_SECONDS
+    assert report.requeue_after is None  # no poll: the InferenceService is watched
     assert (
         Condition(
             "KServePredictorReady",
@@ -110,7 +110,7 @@ def test_no_supporting_runtime_is_failed_and_says_what_to_do() -> None:
         "or name a ServingRuntime that serves it in predictor.parameters.runtime"
     )
     # Still polled: installing the runtimes heals it without an edit of the Instance.
-    assert report.requeue_after == REQUEUE_SECONDS
+    assert report.requeue_after is None  # no poll: the InferenceService is watched
 
 
 def test_named_runtime_does_not_support_format() -> None:
