@@ -170,7 +170,9 @@ class Applier:
             return False
         if self.writes.written((live.resource, live.namespace, live.name)) == live.resource_version:
             return True  # exactly what our last write of it produced
-        return holds(live.object(), stamped)  # written before a restart, or edited since: look
+        # Written before a restart, or edited since: look. (Items of a core-group list carry no
+        # apiVersion and kind; the resource says what they are.)
+        return holds(live.object(), {k: v for k, v in stamped.items() if k not in ("apiVersion", "kind")})
 
     async def _write(
         self, resource: Resource, stamped: KubeObject, live: OwnedRef | None, instance: KubeObject, *, force: bool
