@@ -132,18 +132,18 @@ class Manager:
         self.metrics.live_actors.set_function(lambda: self.actors.live)
         self.metrics.queue_depth.set_function(lambda: self.actors.depth)
         self.metrics.scheduled_runs.set_function(lambda: self.actors.parked)
-        self.instance_informers = [
-            Informer[StoredInstance | None](
-                client,
-                INSTANCES,
-                namespace=namespace,
-                transform=self.instances.transform,
-                on_change=self._instance_changed,
-                page_size=opts.instance_page_size,
-            )
-            for namespace in self._scopes()
-        ]
+        self.instance_informers = [self._instance_informer(namespace) for namespace in self._scopes()]
         self._leading = False
+
+    def _instance_informer(self, namespace: str | None) -> Informer[StoredInstance | None]:
+        return Informer(
+            self.client,
+            INSTANCES,
+            namespace=namespace,
+            transform=self.instances.transform,
+            on_change=self._instance_changed,
+            page_size=self.options.instance_page_size,
+        )
 
     def _owned_kinds(self) -> OwnedKinds:
         annotation = self.intent_annotation
