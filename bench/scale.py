@@ -52,6 +52,8 @@ from controlplane import NAMESPACE, ControlPlane, free_port  # noqa: E402
 from tests.support import null_provider  # noqa: E402
 
 WRITES = ("create", "update", "patch", "dryrun", "delete")
+# Longest wait for one spec change to show on its derived object.
+LATENCY_CAP = 60.0
 READS = ("get", "list")
 
 
@@ -307,7 +309,9 @@ async def spec_change_latency(
         value = offset + 2 + i % 3
         started = time.perf_counter()
         await kube.patch(INSTANCES, namespace, name_of(i), workload.change(value))
-        with anyio.fail_after(60):
+        # Not seen within the cap: counted as the cap (a user's change waiting behind a whole bulk
+        # backlog shows up as a p99 at the cap, not as a failed run).
+        with anyio.move_on_after(LATENCY_CAP):
             while (
                 workload.observed(
                     await kube.get(workload.derived, namespace, name_of(i) + workload.derived_suffix) or {}
@@ -315,7 +319,7 @@ async def spec_change_latency(
                 != value
             ):
                 await anyio.sleep(0.005)
-        latencies.append(time.perf_counter() - started)
+        latencies.append(min(time.perf_counter() - started, LATENCY_CAP))
     return latencies
 
 
