@@ -5,16 +5,27 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit integration binaries kserve-binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
+.PHONY: lock demo test lint unit integration binaries kserve-binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
 
-$(STAMP): pyproject.toml
+# Third-party packages from the lock file (exact versions, the ones CI and the image use), then the
+# project itself without resolving anything again.
+$(STAMP): pyproject.toml requirements/dev.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -r requirements/dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev}.lock (uv)
+lock: $(STAMP)
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --no-header --annotation-style line \
+		-o requirements/runtime.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra bench --python-version 3.11 --no-header \
+		--annotation-style line -o requirements/dev.lock
 
 venv: $(STAMP)
 
@@ -91,7 +102,6 @@ bench-scale: $(STAMP) binaries
 	$(BIN)/python bench/scale.py --out bench-results.json
 
 bench-profile: $(STAMP) binaries
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	BENCH_PROFILE=$(CURDIR)/bench-profile.txt $(BIN)/python bench/scale.py --topologies llm --sizes 1000
 	$(BIN)/python bench/profile_summary.py bench-profile.txt
 

@@ -52,14 +52,16 @@ from controlplane import NAMESPACE, ControlPlane, free_port  # noqa: E402
 from tests.support import null_provider  # noqa: E402
 
 WRITES = ("create", "update", "patch", "dryrun", "delete")
+# Longest wait for one spec change to show on its derived object.
+LATENCY_CAP = 60.0
 READS = ("get", "list")
 
 
 def _kserve_instance(topology: str, component: str, spec: dict[str, Any]) -> Callable[[str, str], KubeObject]:
     def build(name: str, namespace: str) -> KubeObject:
         return {
-            "apiVersion": "core.openeverest.io/v1alpha1",
-            "kind": "Instance",
+            "apiVersion": INSTANCES.api_version,
+            "kind": INSTANCES.kind,
             "metadata": {"name": name, "namespace": namespace},
             "spec": {
                 "providerRef": {"name": "provider-kserve"},
@@ -299,13 +301,17 @@ async def converged(kube: KubeClient, workload: Workload, namespace: str, n: int
     return sum(1 for o in derived if o["metadata"]["name"].endswith(workload.derived_suffix)) >= n
 
 
-async def spec_change_latency(kube: KubeClient, workload: Workload, namespace: str, samples: int) -> list[float]:
+async def spec_change_latency(
+    kube: KubeClient, workload: Workload, namespace: str, samples: int, offset: int = 0
+) -> list[float]:
     latencies = []
     for i in range(samples):
-        value = 2 + i % 3
+        value = offset + 2 + i % 3
         started = time.perf_counter()
         await kube.patch(INSTANCES, namespace, name_of(i), workload.change(value))
-        with anyio.fail_after(60):
+        # Not seen within the cap: counted as the cap (a user's change waiting behind a whole bulk
+        # backlog shows up as a p99 at the cap, not as a failed run).
+        with anyio.move_on_after(LATENCY_CAP):
             while (
                 workload.observed(
                     await kube.get(workload.derived, namespace, name_of(i) + workload.derived_suffix) or {}
@@ -313,7 +319,7 @@ async def spec_change_latency(kube: KubeClient, workload: Workload, namespace: s
                 != value
             ):
                 await anyio.sleep(0.005)
-        latencies.append(time.perf_counter() - started)
+        latencies.append(min(time.perf_counter() - started, LATENCY_CAP))
     return latencies
 
 
@@ -322,7 +328,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def steady_and_churn(kube: KubeClient, process: ProviderProcess, workload: Workload, n: int) -> dict[str, Any]:
+async def steady_and_churn(
+    kube: KubeClient, process: ProviderProcess, workload: Workload, n: int, churn: bool = True
+) -> dict[str, Any]:
     result: dict[str, Any] = {}
     before = process.scrape()
     assert process.proc is not None
@@ -342,6 +350,8 @@ async def steady_and_churn(kube: KubeClient, process: ProviderProcess, workload:
     result["change_p50_ms"] = 1000 * statistics.median(latencies)
     result["change_p99_ms"] = 1000 * pct(latencies, 0.99)
     await process.quiet()
+    if not churn:
+        return result
     before_derived = process.scrape().on_derived
 
     spans: list[float] = []
@@ -364,7 +374,14 @@ async def steady_and_churn(kube: KubeClient, process: ProviderProcess, workload:
 
 
 async def run_one(
-    plane: ControlPlane, kube: KubeClient, checkout: Path, topology: str, n: int, steady: bool
+    plane: ControlPlane,
+    kube: KubeClient,
+    checkout: Path,
+    topology: str,
+    n: int,
+    steady: bool,
+    idle_seconds: float,
+    churn: bool = True,
 ) -> dict[str, Any]:
     workload = WORKLOADS[topology]
     namespace = f"scale-{topology}-{n}"
@@ -378,7 +395,18 @@ async def run_one(
         result["rss_start"] = rss_mib(process.pid)
         cpu_start = cpu_seconds(process.pid)
         started = time.perf_counter()
-        await bounded(n, lambda i: kube.create(INSTANCES, workload.instance(name_of(i), namespace)))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bounded, n, lambda i: kube.create(INSTANCES, workload.instance(name_of(i), namespace)))
+            if steady:
+                # A user's change while the bulk converge is under way (it must go ahead of it).
+                probes = min(50, n)
+                with anyio.fail_after(600):
+                    for i in range(probes):  # created in any order by the burst
+                        while await kube.get(INSTANCES, namespace, name_of(i)) is None:
+                            await anyio.sleep(0.05)
+                during = await spec_change_latency(kube, workload, namespace, probes, offset=100)
+                result["converge_change_p50_ms"] = 1000 * statistics.median(during)
+                result["converge_change_p99_ms"] = 1000 * pct(during, 0.99)
         with anyio.fail_after(1800):
             while not await converged(kube, workload, namespace, n):
                 await anyio.sleep(0.5)
@@ -393,10 +421,41 @@ async def run_one(
         result["reconciles_per_instance"] = reconciles / n
         result["rss"] = rss_mib(process.pid)
         result["rss_peak"] = rss_mib(process.pid, "VmHWM")
+        result["load_converge"] = os.getloadavg()[0]
         if steady:
-            result.update(await steady_and_churn(kube, process, workload, n))
+            result.update(await steady_and_churn(kube, process, workload, n, churn))
+            process.stop()
+            process = ProviderProcess(plane.kubeconfig, namespace, topology, checkout, workload.derived)
+            result.update(await restart_and_idle(process, n, idle_seconds))
     finally:
         process.stop()
+    return result
+
+
+async def restart_and_idle(process: ProviderProcess, n: int, idle_seconds: float) -> dict[str, Any]:
+    """A new process (a restart, or a new leader) over N converged Instances: writes and CPU until
+    it is quiet; then its CPU over `idle_seconds` with nothing happening."""
+    result: dict[str, Any] = {}
+    started = time.perf_counter()
+    process.start()
+    await process.wait_metrics()
+    with anyio.fail_after(600):
+        while process.scrape().reconciles < n:
+            await anyio.sleep(0.2)
+    await process.quiet()
+    after = process.scrape()
+    result["restart_writes"] = sum(after.verbs[v] for v in WRITES)
+    result["restart_verbs"] = dict(after.verbs)
+    result["restart_reads"] = sum(after.verbs[v] for v in READS)
+    result["restart_reconciles"] = after.reconciles
+    result["restart_cpu"] = cpu_seconds(process.pid)
+    result["restart_seconds"] = time.perf_counter() - started
+    idle_from = cpu_seconds(process.pid)
+    reconciles_from = after.reconciles
+    await anyio.sleep(idle_seconds)
+    result["idle_cpu_per_min"] = (cpu_seconds(process.pid) - idle_from) * 60 / idle_seconds
+    result["idle_reconciles"] = process.scrape().reconciles - reconciles_from
+    result["load_idle"] = os.getloadavg()[0]
     return result
 
 
@@ -409,7 +468,8 @@ def ratio(a: float, b: float) -> str:
 
 
 def print_tables(results: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> None:
-    print(f"\nmachine: {os.cpu_count()} cores")
+    load = ", ".join(f"{r['topology']}/{r['n']}: {r.get('load_converge', 0):.1f}" for r in results)
+    print(f"\nmachine: {os.cpu_count()} cores; 1-min load average at the end of each converge: {load}")
     print(
         f"{'topology':<10} {'N':>5} {'s':>7} {'inst/s':>7} {'cpu s':>6} {'rec/inst':>8}"
         f" {'RSS0':>6} {'RSS':>6} {'peak':>6}  requests/Instance"
@@ -419,7 +479,7 @@ def print_tables(results: list[dict[str, Any]], baseline: list[dict[str, Any]]) 
         print(
             f"{r['topology']:<10} {r['n']:>5} {r['seconds']:>7.1f} {r['per_second']:>7.1f} {r['cpu_seconds']:>6.1f}"
             f" {r['reconciles_per_instance']:>8.2f} {r['rss_start']:>6.1f} {r['rss']:>6.1f}"
-            f" {r.get('rss_peak', 0):>6.1f}  {verbs}"
+            f" {r.get('rss_peak', 0):>6.1f}  {verbs}  cpu/inst {1000 * r['cpu_seconds'] / r['n']:.2f} ms"
         )
     floor = {r["n"]: r for r in results if r["topology"] == "null"}
     if floor:
@@ -445,10 +505,23 @@ def print_tables(results: list[dict[str, Any]], baseline: list[dict[str, Any]]) 
             print(
                 f"\n{r['topology']} N={r['n']}: forced resync → {r['resync_reconciles']:.0f} reconciles,"
                 f" {r['resync_writes']} writes, {r['resync_reads']} reads;"
-                f" spec change → derived object p50 {r['change_p50_ms']:.0f} ms p99 {r['change_p99_ms']:.0f} ms;"
-                f" churn 10 updates x {r['n']} in {r['churn_seconds']:.1f} s"
+                f" spec change → derived object p50 {r['change_p50_ms']:.0f} ms p99 {r['change_p99_ms']:.0f} ms"
+            )
+        if "churn_seconds" in r:
+            print(
+                f"{r['topology']} N={r['n']}: churn 10 updates x {r['n']} in {r['churn_seconds']:.1f} s"
                 f" (one Instance's 10: median {r.get('churn_burst_ms', 0):.0f} ms) →"
                 f" {r['churn_applies_per_instance']:.2f} applies per Instance"
+            )
+        if "restart_writes" in r:
+            print(
+                f"{r['topology']} N={r['n']}: during the converge, spec change → derived object"
+                f" p50 {r['converge_change_p50_ms']:.0f} ms p99 {r['converge_change_p99_ms']:.0f} ms;"
+                f" restart over {r['n']} converged → {r['restart_writes']} writes, {r['restart_reads']} reads,"
+                f" {r['restart_reconciles']:.0f} reconciles, {r['restart_cpu']:.2f} s CPU"
+                f" in {r['restart_seconds']:.1f} s;"
+                f" idle → {r['idle_cpu_per_min']:.3f} s CPU per minute, {r['idle_reconciles']:.0f} reconciles"
+                f" (load {r.get('load_idle', 0):.1f})"
             )
     before = {(b["topology"], b["n"]): b for b in baseline}
     if before:
@@ -463,18 +536,25 @@ def print_tables(results: list[dict[str, Any]], baseline: list[dict[str, Any]]) 
                 )
 
 
+def start_cpu_hog(seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One busy process per core, each ending by itself after `seconds` (and stopped by us earlier)."""
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(os.cpu_count() or 1)]
+
+
 async def main(args: argparse.Namespace) -> None:
     plane = ControlPlane()
     await plane.start_with_crds(groups=["openeverest", "kserve", "prometheus-operator"])
     results = []
+    hog = start_cpu_hog(args.hog_seconds) if args.contended else []
     try:
         async with await KubeClient.connect(str(plane.kubeconfig)) as kube:
             generated = yaml.safe_load((ROOT / "charts/provider-kserve/generated/provider-spec.yaml").read_text())
             await kube.create(
                 PROVIDERS,
                 {
-                    "apiVersion": "core.openeverest.io/v1alpha1",
-                    "kind": "Provider",
+                    "apiVersion": PROVIDERS.api_version,
+                    "kind": PROVIDERS.kind,
                     "metadata": {"name": "provider-kserve"},
                     "spec": generated["spec"],
                 },
@@ -482,12 +562,23 @@ async def main(args: argparse.Namespace) -> None:
             steady_n = max((n for n in args.sizes if n <= 1000), default=min(args.sizes))
             for topology in args.topologies:
                 for n in args.sizes:
-                    r = await run_one(plane, kube, args.checkout.resolve(), topology, n, steady=n == steady_n)
+                    r = await run_one(
+                        plane,
+                        kube,
+                        args.checkout.resolve(),
+                        topology,
+                        n,
+                        steady=n == steady_n,
+                        idle_seconds=args.idle,
+                        churn=args.churn,
+                    )
                     results.append(r)
                     print(r, flush=True)
                     if args.out:
                         args.out.write_text(json.dumps(results, indent=1))
     finally:
+        for proc in hog:
+            proc.kill()
         plane.stop()
     print_tables(results, json.loads(args.baseline.read_text()) if args.baseline else [])
 
@@ -499,5 +590,11 @@ if __name__ == "__main__":
     parser.add_argument("--checkout", type=Path, default=ROOT, help="run the provider from this checkout")
     parser.add_argument("--out", type=Path, help="save the results as JSON")
     parser.add_argument("--baseline", type=Path, help="print ratios to results saved by --out")
+    parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle CPU measured after the restart")
+    parser.add_argument(
+        "--contended", action="store_true", help="run everything beside a CPU hog on every core (bounded in time)"
+    )
+    parser.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True, help="the churn phase")
+    parser.add_argument("--hog-seconds", type=float, default=3600.0, help="the CPU hog's own time limit")
     args = parser.parse_args()
     anyio.run(main, args)

@@ -17,21 +17,14 @@ dev/build-controlplane.sh, which builds them from Go modules once and caches the
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import atexit
 import base64
 import contextlib
-import ctypes
-import hashlib
 import json
 import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,524 +34,88 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import IO, Any
+from typing import Any
 
-import aiohttp
 import yaml
-from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
-from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-BUILD_SCRIPT = REPO_ROOT / "dev" / "build-controlplane.sh"
-
-ETCD = "etcd"
-APISERVER = "kube-apiserver"
-CONTROLLER_MANAGER = "kube-controller-manager"
-
-# Directory names under shared/crds, in install order. `install_crds(groups=...)` takes these.
-CRD_GROUPS: tuple[str, ...] = (
-    "openeverest",
-    "kserve",
-    "envoy-ai-gateway",
-    "envoy-gateway",
-    "gateway-api",
-    "inference-extension",
-    "prometheus-operator",
-    "cert-manager",
+from actors.kube import KubeClient
+from plane.binaries import _require_executables, crds_dir, find_binaries, shared_dir
+from plane.constants import (
+    _STOP_GRACE,
+    APISERVER,
+    BUILD_SCRIPT,
+    CONTROLLER_MANAGER,
+    CRD,
+    DEFAULT_CONTROLLERS,
+    ETCD,
+    KUBERNETES_SERVICE_IP,
+    LLM_ISVC_CONFIG,
+    NAMESPACE,
+    REPO_ROOT,
+    SERVICE_CLUSTER_IP_RANGE,
+    ControlPlaneError,
 )
-# Only the plain controller-gen CRDs: presets/ are LLMInferenceServiceConfig objects,
-# chart-patches/ are partial CRDs, and gateway-inference-extension.yaml duplicates two CRDs of
-# inference-extension/ (see shared/crds/SOURCES.md).
-_GROUP_GLOBS: dict[str, str] = {"kserve": "serving.kserve.io_*.yaml"}
-
-# cert-manager's CRDs are Helm templates whose label values the apiserver would reject; this is
-# what `helm template` renders for a release named cert-manager.
-_CERT_MANAGER_TEMPLATES = {
-    '{{ template "cert-manager.name" . }}': "cert-manager",
-    "{{ .Release.Name }}": "cert-manager",
-}
-
-CRD = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
-NAMESPACE = Resource("", "v1", "namespaces", "Namespace", False)
-SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")
-LLM_ISVC_CONFIG = Resource("serving.kserve.io", "v1alpha2", "llminferenceserviceconfigs", "LLMInferenceServiceConfig")
-
-# The `kubernetes` Service's ClusterIP: the first address of --service-cluster-ip-range.
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-KUBERNETES_SERVICE_IP = "10.0.0.1"
-
-_PR_SET_PDEATHSIG = 1
-
-# Seconds between SIGTERM and SIGKILL. kube-apiserver stops listening at once on SIGTERM but then
-# waits 60 s (measured) for open watches to drain; all its state is in etcd, so cut that short.
-_STOP_GRACE = {ETCD: 10.0, APISERVER: 2.0, CONTROLLER_MANAGER: 5.0}
-
-# What kube-controller-manager runs by default here: enough for ownerReferences and namespaces.
-# Workloads (Deployments becoming pods on a node) need more; see `controllers=`.
-DEFAULT_CONTROLLERS: tuple[str, ...] = ("garbage-collector-controller", "namespace-controller")
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane could not be located, built, started or configured."""
-
-
-# -- binaries ---------------------------------------------------------------------------------
-
-
-def find_binaries(*, controller_manager: bool = True) -> Path:
-    """The directory holding etcd and kube-apiserver (and kube-controller-manager if asked)."""
-    required = [ETCD, APISERVER] + ([CONTROLLER_MANAGER] if controller_manager else [])
-    assets = os.environ.get("KUBEBUILDER_ASSETS")
-    if assets:
-        _require_executables(Path(assets), required, "KUBEBUILDER_ASSETS")
-        return Path(assets)
-    if not BUILD_SCRIPT.is_file():
-        raise ControlPlaneError(f"KUBEBUILDER_ASSETS is not set and {BUILD_SCRIPT} is missing")
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT), "controlplane"], stdout=subprocess.PIPE, text=True, check=False)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        raise ControlPlaneError(
-            f"{BUILD_SCRIPT} failed (exit {proc.returncode}); its log is above. It needs `go` on PATH "
-            "and the Go module proxy, or set KUBEBUILDER_ASSETS to a directory with " + ", ".join(required)
-        )
-    bin_dir = Path(lines[-1])
-    _require_executables(bin_dir, required, str(BUILD_SCRIPT))
-    return bin_dir
-
-
-def _require_executables(directory: Path, names: Sequence[str], origin: str) -> None:
-    missing = [n for n in names if not os.access(directory / n, os.X_OK)]
-    if missing:
-        raise ControlPlaneError(f"{origin}: {directory} has no executable {', '.join(missing)}")
-
-
-# -- CRD files --------------------------------------------------------------------------------
-
-
-def shared_dir() -> Path:
-    override = os.environ.get("PROVIDER_KSERVE_SHARED")
-    return Path(override) if override else REPO_ROOT.parent / "shared"
-
-
-def crds_dir() -> Path:
-    return shared_dir() / "crds"
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("PROVIDER_KSERVE_CACHE") or str(Path.home() / ".cache" / "provider-kserve")
-    return Path(base) / "crd-json"
-
-
-def _load_yaml_docs(path: Path, replacements: dict[str, str] | None = None) -> list[KubeObject]:
-    """All YAML documents of a file, cached as JSON keyed by content: parsing the ~10 MB of CRD
-    YAML takes seconds even with libyaml, json.loads takes tens of milliseconds."""
-    text = path.read_text()
-    for old, new in (replacements or {}).items():
-        text = text.replace(old, new)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    cached = _cache_dir() / f"{digest}.json"
-    with contextlib.suppress(OSError, ValueError):
-        docs: list[KubeObject] = json.loads(cached.read_text())
-        return docs
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    docs = [d for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict)]
-    with contextlib.suppress(OSError):
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(docs))
-        tmp.replace(cached)
-    return docs
-
-
-def _prepare_crd(crd: KubeObject, source: Path) -> KubeObject:
-    for key, value in (crd["metadata"].get("labels") or {}).items():
-        if "{{" in str(value):
-            raise ControlPlaneError(f"{source}: label {key}={value!r} is an unrendered Helm template")
-    spec = crd["spec"]
-    # No conversion webhook runs in tests: a CRD whose upstream form converts through a webhook
-    # would fail every read of a non-storage version, so it is always installed with strategy None.
-    if (spec.get("conversion") or {}).get("strategy", "None") != "None":
-        spec["conversion"] = {"strategy": "None"}
-    return crd
-
-
-def load_crds(groups: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> list[KubeObject]:
-    """The CRDs from shared/crds, ready to create.
-
-    `groups` picks directories (see CRD_GROUPS; default all). `exclude` drops whole groups or
-    single CRDs by name (e.g. "prometheus-operator" or "servicemonitors.monitoring.coreos.com").
-    """
-    root = crds_dir()
-    if not root.is_dir():
-        raise ControlPlaneError(f"CRD directory {root} not found (set PROVIDER_KSERVE_SHARED)")
-    chosen = list(CRD_GROUPS if groups is None else groups)
-    unknown = sorted(set(chosen) - set(CRD_GROUPS))
-    if unknown:
-        raise ControlPlaneError(f"unknown CRD groups {unknown}; known: {list(CRD_GROUPS)}")
-    skip = set(exclude)
-    crds: dict[str, KubeObject] = {}
-    for group in chosen:
-        if group in skip:
-            continue
-        files = sorted((root / group).glob(_GROUP_GLOBS.get(group, "*.yaml")))
-        if not files:
-            raise ControlPlaneError(f"no CRD files in {root / group}")
-        replacements = _CERT_MANAGER_TEMPLATES if group == "cert-manager" else None
-        for path in files:
-            for doc in _load_yaml_docs(path, replacements):
-                if doc.get("kind") != "CustomResourceDefinition":
-                    continue
-                name = doc["metadata"]["name"]
-                if name in skip:
-                    continue
-                if name in crds:
-                    raise ControlPlaneError(f"{path}: CRD {name} is defined twice")
-                crds[name] = _prepare_crd(doc, path)
-    return list(crds.values())
-
-
-def load_llm_presets() -> list[KubeObject]:
-    """KServe's LLMInferenceServiceConfig presets (config-llm-*.yaml), without a namespace."""
-    files = sorted((crds_dir() / "kserve" / "presets").glob("config-llm-*.yaml"))
-    if not files:
-        raise ControlPlaneError(f"no presets in {crds_dir() / 'kserve' / 'presets'}")
-    return [d for path in files for d in _load_yaml_docs(path) if d.get("kind") == LLM_ISVC_CONFIG.kind]
-
-
-# -- API operations ---------------------------------------------------------------------------
-
-
-def transient(err: BaseException) -> bool:
-    """What a busy or restarting API server answers and a retry fixes: 429, any 5xx (a 504 on a
-    large CRD under load was seen), timeouts and dropped connections."""
-    if isinstance(err, ApiError):
-        return err.status == 429 or err.status >= 500
-    return isinstance(err, TimeoutError | aiohttp.ClientError | ConnectionError)
-
-
-# For set-up calls: a loaded machine must slow them down, not abort them.
-retry_transient = retry(
-    retry=retry_if_exception(transient),
-    wait=wait_exponential(multiplier=0.2, max=5.0) + wait_random(0, 0.5),
-    stop=stop_after_delay(180),
-    reraise=True,
+from plane.crds import (
+    create_or_replace,
+    delete_crd,
+    ensure_namespace,
+    install_crds,
+    install_llm_presets,
+    load_crds,
+    retry_transient,
+    service_account_token,
+    transient,
+    wait_established,
+    wait_served,
+)
+from plane.pki import _make_certs, _openssl
+from plane.processes import (
+    _WORKDIR_PREFIX,
+    _block_until_signal,
+    _exit_on_sigterm,
+    _format_rss,
+    _http_ok,
+    _live,
+    _live_lock,
+    _Process,
+    _sweep_orphaned_workdirs,
+    free_port,
 )
 
-
-@retry_transient
-async def create_or_replace(client: KubeClient, res: Resource, obj: KubeObject) -> KubeObject:
-    """POST, or PUT over an existing object. Not apply: client-side apply would put the whole
-    object into an annotation (256 KiB limit, the big KServe CRDs are ~0.7 MB of JSON)."""
-    try:
-        return await client.create(res, obj)
-    except ApiError as err:
-        if err.status != 409:
-            raise
-    meta = obj["metadata"]
-    current = await client.get(res, meta.get("namespace"), meta["name"])
-    if current is None:
-        return await client.create(res, obj)
-    replacement = {**obj, "metadata": {**meta, "resourceVersion": current["metadata"]["resourceVersion"]}}
-    return await client.replace(res, replacement)
-
-
-def _established(crd: KubeObject) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-
-
-async def wait_established(client: KubeClient, names: Iterable[str], timeout: float = 180.0) -> None:
-    """Until every named CRD is Established. Uses list+watch: the CRDs total several MB of JSON,
-    so polling the whole list would cost more than the establishing itself."""
-    pending = set(names)
-    deadline = time.monotonic() + timeout
-    while pending:
-        try:
-            items, rv = await retry_transient(client.list_all)(CRD)
-        except Exception as err:
-            raise ControlPlaneError(f"listing CRDs failed: {err}") from err
-        pending -= {c["metadata"]["name"] for c in items if _established(c)}
-        remaining = deadline - time.monotonic()
-        if not pending:
-            return
-        if remaining <= 0:
-            raise ControlPlaneError(f"CRDs not Established after {timeout:.0f}s: {sorted(pending)}")
-        with contextlib.suppress(TimeoutError, ApiError, aiohttp.ClientError, ConnectionError):
-            async with asyncio.timeout(remaining):
-                async for event in client.watch(CRD, None, rv, timeout_seconds=max(1, int(remaining))):
-                    obj = event.get("object") or {}
-                    if event.get("type") in ("ADDED", "MODIFIED") and _established(obj):
-                        pending.discard(obj["metadata"]["name"])
-                        if not pending:
-                            return
-
-
-async def wait_served(client: KubeClient, crds: Iterable[KubeObject], timeout: float = 60.0) -> None:
-    """Until discovery lists every served version of each CRD: Established flips slightly before
-    the apiserver's handler serves the resource, and a test creating a CR right away would 404."""
-    wanted: dict[str, set[str]] = {}
-    for crd in crds:
-        spec = crd["spec"]
-        for version in spec["versions"]:
-            if version.get("served", True):
-                wanted.setdefault(f"{spec['group']}/{version['name']}", set()).add(spec["names"]["plural"])
-    deadline = time.monotonic() + timeout
-    while wanted:
-        for group_version in list(wanted):
-            try:
-                served = await client.discover(group_version)
-            except ValueError:
-                # A group the apiserver does not serve yet answers 404 with a plain-text body,
-                # which KubeClient.request fails to decode as JSON.
-                continue
-            except Exception as err:
-                if not transient(err):
-                    raise
-                continue
-            if wanted[group_version] <= served:
-                del wanted[group_version]
-        if not wanted:
-            return
-        if time.monotonic() > deadline:
-            raise ControlPlaneError(f"not in discovery after {timeout:.0f}s: {sorted(wanted)}")
-        await asyncio.sleep(0.1)
-
-
-async def install_crds(
-    client: KubeClient,
-    groups: Iterable[str] | None = None,
-    exclude: Iterable[str] = (),
-    *,
-    timeout: float = 180.0,
-) -> list[str]:
-    """Create (or replace) the CRDs and wait until they are Established and served. Returns their
-    names, sorted."""
-    crds = load_crds(groups, exclude)
-    # Bounded: unbounded was measured no faster on 2 cores, and every in-flight body of up to
-    # 0.7 MB is held several times over by client and server.
-    gate = asyncio.Semaphore(4)
-
-    async def one(crd: KubeObject) -> None:
-        async with gate:
-            await create_or_replace(client, CRD, crd)
-
-    await asyncio.gather(*(one(c) for c in crds))
-    names = sorted(c["metadata"]["name"] for c in crds)
-    await wait_established(client, names, timeout)
-    await wait_served(client, crds, timeout)
-    return names
-
-
-async def delete_crd(client: KubeClient, name: str, *, wait: bool = True, timeout: float = 60.0) -> bool:
-    """Delete one CRD (and with it all its objects); True when it existed. With `wait`, returns
-    only once the apiserver no longer has it."""
-    existed = await client.delete(CRD, None, name)
-    deadline = time.monotonic() + timeout
-    while wait and await client.get(CRD, None, name) is not None:
-        if time.monotonic() > deadline:
-            raise ControlPlaneError(f"CRD {name} still present {timeout:.0f}s after delete")
-        await asyncio.sleep(0.2)
-    return existed
-
-
-async def install_llm_presets(client: KubeClient, namespace: str) -> list[str]:
-    """Create KServe's LLMInferenceServiceConfig presets in `namespace` (upstream puts them in
-    `kserve`). Needs the KServe CRDs. Returns the preset names, sorted."""
-    presets = load_llm_presets()
-    for preset in presets:
-        preset["metadata"]["namespace"] = namespace
-        await create_or_replace(client, LLM_ISVC_CONFIG, preset)
-    return sorted(p["metadata"]["name"] for p in presets)
-
-
-@retry_transient
-async def ensure_namespace(client: KubeClient, name: str) -> None:
-    try:
-        await client.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    except ApiError as err:
-        if err.status != 409:
-            raise
-
-
-async def service_account_token(
-    client: KubeClient,
-    namespace: str,
-    name: str,
-    *,
-    expiration_seconds: int = 3600,
-    audiences: Sequence[str] = (),
-) -> str:
-    """A bound token for ServiceAccount namespace/name (created if missing) via TokenRequest.
-    Pair with ControlPlane.write_kubeconfig to run something under that identity (RBAC applies)."""
-    await ensure_namespace(client, namespace)
-    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
-    try:
-        await client.create(SERVICE_ACCOUNT, sa)
-    except ApiError as err:
-        if err.status != 409:
-            raise
-    spec: dict[str, Any] = {"expirationSeconds": expiration_seconds}
-    if audiences:
-        spec["audiences"] = list(audiences)
-    review = await client.request(
-        "POST",
-        SERVICE_ACCOUNT.path(namespace, name) + "/token",
-        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
-        resource="serviceaccounts/token",
-    )
-    token: str = review["status"]["token"]
-    return token
-
-
-# -- processes --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: the kernel kills the child when the thread that
-    # started it dies, even by SIGKILL, when atexit and signal handlers never get to run.
-    # (Tied to the starting *thread*: start the control plane from the main thread.)
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _vm_hwm_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-@dataclass
-class _Process:
-    name: str
-    args: list[str]
-    log: Path
-    env: dict[str, str] | None = None  # the whole environment; None inherits ours
-    popen: subprocess.Popen[bytes] | None = None
-    log_file: IO[bytes] | None = None
-
-    def start(self) -> None:
-        self.log_file = self.log.open("ab")
-        self.popen = subprocess.Popen(
-            self.args,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self.log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group, so one killpg reaches any children too
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-
-    def running(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def peak_kib(self) -> int:
-        return _vm_hwm_kib(self.popen.pid) if self.running() and self.popen else 0
-
-    def stop(self, grace: float = 10.0) -> None:
-        popen, self.popen = self.popen, None
-        if popen is not None and popen.poll() is None:
-            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(popen.pid, sig)
-                try:
-                    popen.wait(wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        if self.log_file is not None:
-            self.log_file.close()
-            self.log_file = None
-
-    def log_tail(self, lines: int = 25) -> str:
-        try:
-            text = self.log.read_text(errors="replace").splitlines()
-        except OSError:
-            return ""
-        return "\n".join(text[-lines:])
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    proc = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise ControlPlaneError(f"openssl {' '.join(args)} failed: {proc.stderr.strip()}")
-
-
-def _make_certs(pki: Path, address: str = "127.0.0.1") -> None:
-    """A throwaway CA, an apiserver serving cert for 127.0.0.1/localhost (and `address`), and the
-    ServiceAccount signing keypair. P-256 keys: generating them takes milliseconds where RSA takes
-    seconds."""
-    if shutil.which("openssl") is None:
-        raise ControlPlaneError("openssl is required to make the control plane's certificates")
-    pki.mkdir(parents=True, exist_ok=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
-             "-subj", "/CN=provider-kserve-local-ca", cwd=pki)  # fmt: skip
-    _openssl("req", *ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
-             cwd=pki)  # fmt: skip
-    (pki / "apiserver.ext").write_text(
-        f"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-        f"DNS:kubernetes.default.svc,IP:{KUBERNETES_SERVICE_IP}{'' if address == '127.0.0.1' else ',IP:' + address}\n"
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-        "extendedKeyUsage=serverAuth\n"
-    )
-    _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "apiserver.crt", "-days", "3650", "-extfile", "apiserver.ext", cwd=pki)  # fmt: skip
-    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "sa.key", cwd=pki)
-    _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
-
-
-_WORKDIR_PREFIX = "provider-kserve-cp-"
-
-
-def _sweep_orphaned_workdirs() -> None:
-    """Remove temp dirs left by a harness that was SIGKILLed (its processes died with it, see
-    _die_with_parent, but nothing was left to delete the directory)."""
-    for workdir in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
-        try:
-            owner = int((workdir / "owner.pid").read_text())
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(workdir, ignore_errors=True)
-        except PermissionError:
-            continue
-
-
-_live: set[ControlPlane] = set()
-_live_lock = threading.Lock()
-
-
-def _stop_all() -> None:
-    with _live_lock:
-        planes = list(_live)
-    for plane in planes:
-        plane.stop()
-
-
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM's default action skips atexit; raising lets `finally` blocks and atexit stop the
-    # control plane.
-    raise SystemExit(128 + signum)
-
-
-atexit.register(_stop_all)
-
+# What the tests, the demos, the node mode (dev/cluster) and the benchmarks import from here.
+__all__ = [
+    "BUILD_SCRIPT",
+    "CRD",
+    "DEFAULT_CONTROLLERS",
+    "KUBERNETES_SERVICE_IP",
+    "LLM_ISVC_CONFIG",
+    "NAMESPACE",
+    "REPO_ROOT",
+    "SERVICE_CLUSTER_IP_RANGE",
+    "ControlPlane",
+    "ControlPlaneError",
+    "_Process",
+    "_block_until_signal",
+    "_format_rss",
+    "_http_ok",
+    "_openssl",
+    "_require_executables",
+    "crds_dir",
+    "create_or_replace",
+    "delete_crd",
+    "ensure_namespace",
+    "free_port",
+    "install_crds",
+    "install_llm_presets",
+    "load_crds",
+    "main",
+    "retry_transient",
+    "service_account_token",
+    "shared_dir",
+    "transient",
+    "wait_established",
+    "wait_served",
+]
 
 @dataclass(eq=False)
 class ControlPlane:
@@ -713,7 +270,12 @@ class ControlPlane:
         self.write_kubeconfig(self.kubeconfig, self.admin_token, user="admin")
         self.write_kubeconfig(self.workdir / "kcm.kubeconfig", kcm_token, user="kube-controller-manager")
         pki = self.workdir / "pki"
-        self._procs[ETCD] = _Process(
+        self._procs[ETCD] = self._etcd_process(peer_port)
+        self._procs[APISERVER] = self._apiserver_process(pki)
+        self._procs[CONTROLLER_MANAGER] = self._controller_manager_process(pki)
+
+    def _etcd_process(self, peer_port: int) -> _Process:
+        return _Process(
             ETCD,
             [
                 str(self._bin(ETCD)),
@@ -729,7 +291,9 @@ class ControlPlane:
             ],
             self.workdir / "etcd.log",
         )
-        self._procs[APISERVER] = _Process(
+
+    def _apiserver_process(self, pki: Path) -> _Process:
+        return _Process(
             APISERVER,
             [
                 str(self._bin(APISERVER)),
@@ -758,7 +322,9 @@ class ControlPlane:
             ],
             self.workdir / "kube-apiserver.log",
         )
-        self._procs[CONTROLLER_MANAGER] = _Process(
+
+    def _controller_manager_process(self, pki: Path) -> _Process:
+        return _Process(
             CONTROLLER_MANAGER,
             [
                 str(self._bin(CONTROLLER_MANAGER)),
@@ -971,102 +537,11 @@ class ControlPlane:
             return await install_llm_presets(kube, namespace)
 
 
-def _http_ok(url: str, context: ssl.SSLContext | None = None, headers: dict[str, str] | None = None) -> bool:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-# -- CLI --------------------------------------------------------------------------------------
-
-
-def _format_rss(peaks: dict[str, int]) -> str:
-    parts = [f"{name} {kib / 1024:.0f} MiB" for name, kib in sorted(peaks.items())]
-    return f"{sum(peaks.values()) / 1024:.0f} MiB ({', '.join(parts)})"
-
-
-async def _start(plane: ControlPlane, args: argparse.Namespace) -> list[str]:
-    names = await plane.start_with_crds(exclude=args.exclude)
-    if args.kserve:
-        from kservestack import KServeStack  # it imports this module
-
-        stack = await KServeStack(plane).start()
-        plane.timings.update({f"kserve {k}": v for k, v in stack.timings.items()})
-    return names
-
-
-async def _up(plane: ControlPlane, args: argparse.Namespace) -> None:
-    names = await _start(plane, args)
-    if args.presets_namespace:
-        await plane.install_llm_presets(args.presets_namespace)
-    kubeconfig = plane.kubeconfig
-    if args.kubeconfig_out:
-        kubeconfig = plane.write_kubeconfig(args.kubeconfig_out, plane.admin_token, user="admin")
-    print(f"# control plane up: {plane.server}, {len(names)} CRDs established", file=sys.stderr)
-    print(f"export KUBECONFIG={kubeconfig}", flush=True)
-
-
-def _block_until_signal() -> None:
-    stop = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-    while not stop.wait(3600):
-        pass
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="controlplane.py", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="locate or build the binaries and print their directory")
-    up = sub.add_parser("up", help="start, install CRDs, print `export KUBECONFIG=...`, block until signalled")
-    up.add_argument("--kubeconfig-out", help="also write the admin kubeconfig here (once CRDs are ready)")
-    up.add_argument("--presets-namespace", help="install KServe's LLM presets into this namespace")
-    check = sub.add_parser("check", help="start, install CRDs, print timings and peak RSS, stop")
-    for p in (up, check):
-        p.add_argument("--exclude", action="append", default=[], help="CRD group or CRD name to skip")
-        p.add_argument("--no-controller-manager", action="store_true", help="run without GC/namespace controllers")
-        p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data) after stopping")
-        p.add_argument("--kserve", action="store_true", help="also run KServe's controllers, a scheduler and kwok")
-    args = parser.parse_args(argv)
-    if getattr(args, "kubeconfig_out", None):
-        args.kubeconfig_out = Path(args.kubeconfig_out).resolve()
+    from plane import cli  # the command line needs ControlPlane, defined above
 
-    if args.command == "build":
-        print(find_binaries())
-        return 0
-
-    controllers = DEFAULT_CONTROLLERS
-    if args.kserve:
-        from kservestack import KSERVE_CONTROLLERS
-
-        controllers = KSERVE_CONTROLLERS
-    plane = ControlPlane(controller_manager=not args.no_controller_manager, controllers=controllers, keep_dir=args.keep)
-    try:
-        if args.command == "up":
-            asyncio.run(_up(plane, args))
-            _block_until_signal()
-        else:
-            asyncio.run(_start(plane, args))
-            for name, seconds in plane.timings.items():
-                print(f"{name:>32}: {seconds:6.2f} s")
-            print(f"{'peak RSS':>32}: {_format_rss(plane.peak_rss_kib())}")
-    except ControlPlaneError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        plane.stop()
-        if args.keep:
-            print(f"# kept {plane.workdir}", file=sys.stderr)
-    return 0
+    return cli.main(argv)
 
 
 if __name__ == "__main__":

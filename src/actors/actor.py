@@ -5,7 +5,8 @@ burst of N events while a reconcile runs collapses into a single flag, so it cos
 more run. An actor with nothing pending exits after `idle_timeout` and is recreated by the next
 event, so memory follows the working set. An actor task costs a few kilobytes, so keys that could
 not run yet do not get one: while every reconcile slot is taken, a key without an actor waits in
-a FIFO backlog (a dict entry) and gets its actor when a slot frees; and a run scheduled beyond the
+a backlog (a dict entry) and gets its actor when a slot frees, urgent keys (a user's change to an
+existing Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run scheduled beyond the
 idle timeout (a status poll, a long backoff) is parked as one heap entry served by a single timer
 task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog entries, not 5000 tasks.
 
@@ -18,28 +19,30 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
+from actors.clock import Clock, MonotonicClock
 from actors.ratelimit import RateLimiter
 
 log = structlog.get_logger("actors.actor")
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What a reconcile asks of its actor next."""
+class Action:
+    """What a reconcile asks of its actor next (kube-runtime's `Action`, controller-runtime's
+    `Result`): nothing until the next event, a run after `requeue_after` seconds, or, for a failure,
+    a run after the rate limiter's delay (the error policy: per-key backoff and a global bucket)."""
 
     requeue_after: float | None = None  # success: run again after this many seconds
     failed: bool = False  # failure: run again after the rate limiter's delay
 
 
-Reconcile = Callable[[str], Awaitable[Outcome]]
+Reconcile = Callable[[str], Awaitable[Action]]
 
 
 @dataclass
@@ -52,9 +55,9 @@ class _Actor:
     last_poke: float = 0.0
     starting: bool = True  # spawned, not yet holding a reconcile slot
 
-    def poke(self) -> None:
+    def poke(self, now: float) -> None:
         self.pending = True
-        self.last_poke = time.monotonic()
+        self.last_poke = now
         self.wake.set()
 
 
@@ -76,8 +79,10 @@ class ActorSystem:
         idle_timeout: float = 60.0,
         settle: float = 0.1,
         max_settle: float = 1.0,
+        clock: Clock | None = None,
     ) -> None:
-        self._reconcile = reconcile
+        self._clock: Clock = clock or MonotonicClock()
+        self.reconcile = reconcile
         self._limiter = limiter or RateLimiter()
         self._slots = anyio.CapacityLimiter(max_concurrent)
         self._idle_timeout = idle_timeout
@@ -87,7 +92,9 @@ class ActorSystem:
         # Runs of exited actors, due at a monotonic time: key -> due, and a heap of (due, key)
         # whose entries no longer in `_parked` (the key ran earlier) are skipped when they come up.
         self._parked: dict[str, float] = {}
-        # Keys waiting for a reconcile slot before getting an actor, in arrival order.
+        # Keys waiting for a reconcile slot before getting an actor, in arrival order: urgent ones
+        # go first.
+        self._urgent: dict[str, None] = {}
         self._backlog: dict[str, None] = {}
         self._starting = 0  # actors spawned but not yet holding a slot
         self._timers: list[tuple[float, str]] = []
@@ -104,7 +111,8 @@ class ActorSystem:
     @property
     def depth(self) -> int:
         """Keys waiting to run now (not running, not merely scheduled for later)."""
-        return len(self._backlog) + sum(1 for a in self._actors.values() if a.pending and not a.running)
+        waiting = len(self._urgent) + len(self._backlog)
+        return waiting + sum(1 for a in self._actors.values() if a.pending and not a.running)
 
     @property
     def busy(self) -> int:
@@ -121,10 +129,11 @@ class ActorSystem:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Serve until cancelled."""
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; reports started once `notify` may be called."""
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
+            task_status.started()
             try:
                 await self._serve_timers()
             finally:
@@ -134,10 +143,9 @@ class ActorSystem:
         """Wake parked keys when their run comes due."""
         while True:
             changed = self._timers_changed = anyio.Event()
-            delay = self._timers[0][0] - time.monotonic() if self._timers else math.inf
-            if delay > 0:
-                with anyio.move_on_after(delay):
-                    await changed.wait()
+            due = self._timers[0][0] if self._timers else math.inf
+            if due > self._clock.now():
+                await self._clock.wait(changed, due)
                 continue
             due, key = heapq.heappop(self._timers)
             if self._parked.get(key) == due:
@@ -150,17 +158,23 @@ class ActorSystem:
         if self._timers[0] == (due, key):
             self._timers_changed.set()  # the earliest timer moved: re-arm the sleep
 
-    def notify(self, key: str) -> None:
-        """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event."""
+    def notify(self, key: str, *, urgent: bool = False) -> None:
+        """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event.
+        An `urgent` key waiting for a slot goes ahead of every bulk one."""
         actor = self._actors.get(key)
         if actor is not None:
-            actor.poke()
+            actor.poke(self._clock.now())
             return
         if self._task_group is None:
             raise RuntimeError("ActorSystem is not running")
         self._parked.pop(key, None)  # a fresh run supersedes the scheduled one
-        if self._backlog or not self._slot_free():
-            self._backlog[key] = None  # already queued: its run will read the latest state anyway
+        if self._urgent or self._backlog or not self._slot_free():
+            # Already queued: its run will read the latest state anyway.
+            if urgent:
+                self._backlog.pop(key, None)
+                self._urgent[key] = None
+            elif key not in self._urgent:
+                self._backlog[key] = None
             return
         self._spawn(key)
 
@@ -174,21 +188,22 @@ class ActorSystem:
         self._starting += 1
         self.stats.started += 1
         self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
-        actor.poke()
+        actor.poke(self._clock.now())
 
     def _admit_backlog(self) -> None:
         """Give actors to backlog keys, oldest first, for the slots that are free."""
-        while self._backlog and self._slot_free() and self._task_group is not None:
-            key = next(iter(self._backlog))
-            del self._backlog[key]
+        while (self._urgent or self._backlog) and self._slot_free() and self._task_group is not None:
+            queue = self._urgent or self._backlog
+            key = next(iter(queue))
+            del queue[key]
             self._spawn(key)  # a backlog key has no actor: notify() queues only those
 
     async def _wait_for_work(self, actor: _Actor) -> bool:
         """Block until the actor has work; False when it should exit for idleness (parking a run
         scheduled beyond the idle timeout)."""
-        idle_at = time.monotonic() + self._idle_timeout
+        idle_at = self._clock.now() + self._idle_timeout
         while not actor.pending:
-            now = time.monotonic()
+            now = self._clock.now()
             if actor.due is not None and now >= actor.due:
                 actor.due = None
                 return True
@@ -197,8 +212,7 @@ class ActorSystem:
                     self._park(actor.key, actor.due)
                 return False
             wake_at = idle_at if actor.due is None else min(actor.due, idle_at)
-            with anyio.move_on_after(wake_at - now):
-                await actor.wake.wait()
+            await self._clock.wait(actor.wake, wake_at)
         return True
 
     async def _loop(self, actor: _Actor) -> None:
@@ -213,17 +227,17 @@ class ActorSystem:
                     await self._settle_burst(actor)
                 if outcome.failed:
                     self.stats.failures += 1
-                    actor.due = time.monotonic() + self._limiter.when(actor.key)
+                    actor.due = self._clock.now() + self._limiter.when(actor.key)
                 else:
                     self._limiter.forget(actor.key)
                     if outcome.requeue_after is not None:
-                        actor.due = time.monotonic() + outcome.requeue_after
+                        actor.due = self._clock.now() + outcome.requeue_after
         except Exception:
             # A defect in this loop (not in the reconcile, which is wrapped) must cost one key a
             # delayed retry, not the task group and with it every other actor.
             log.exception("actor failed, retrying later", instance=actor.key)
             self.stats.failures += 1
-            self._park(actor.key, time.monotonic() + self._limiter.when(actor.key))
+            self._park(actor.key, self._clock.now() + self._limiter.when(actor.key))
         finally:
             # No await between the idle decision and this removal, so a concurrent notify()
             # either found this actor while it was still registered (and set pending, which
@@ -236,17 +250,17 @@ class ActorSystem:
         """Events arrived while we ran: let the burst finish (no event for `settle` seconds, at
         most `max_settle`) so the follow-up run sees its end. The first reaction to a change is
         never delayed; only the run that follows one already under way."""
-        deadline = time.monotonic() + self._max_settle
+        deadline = self._clock.now() + self._max_settle
         # A timer on the last event's time, re-armed as events keep coming: no event to wait on.
         while (quiet_at := actor.last_poke + self._settle) < deadline:
             # One clock read per step: reading it twice let the delay turn negative between the
             # check and the sleep, which anyio rejects (and which took the whole system down).
-            remaining = quiet_at - time.monotonic()
+            remaining = quiet_at - self._clock.now()
             if remaining <= 0:
                 return
-            await anyio.sleep(remaining)
+            await self._clock.sleep(remaining)
 
-    async def _run_once(self, actor: _Actor) -> Outcome:
+    async def _run_once(self, actor: _Actor) -> Action:
         async with self._slots:
             if actor.starting:
                 actor.starting = False
@@ -254,9 +268,9 @@ class ActorSystem:
             actor.running = True
             self.stats.runs += 1
             try:
-                return await self._reconcile(actor.key)
+                return await self.reconcile(actor.key)
             except Exception:
                 log.exception("reconcile raised", instance=actor.key)
-                return Outcome(failed=True)
+                return Action(failed=True)
             finally:
                 actor.running = False

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 
-from actors.apply import Applier, NameClash
+from actors.apply import Applier, SyncResult
+from actors.conflicts import NameClash
 from actors.interface import ConnectionDetails, KubeObject
 
 
@@ -19,7 +20,7 @@ def connection_secret_name(instance_name: str) -> str:
 
 
 async def connection_secret(
-    applier: Applier, instance: KubeObject, details: ConnectionDetails | None
+    applier: Applier, instance: KubeObject, details: ConnectionDetails | None, result: SyncResult
 ) -> tuple[str | None, str | None]:
     """(the Secret's name for status.connectionSecretRef, why it could not be written)."""
     if details is None or details.is_empty():
@@ -30,7 +31,7 @@ async def connection_secret(
     data = {k: base64.b64encode(v.encode()).decode() for k, v in details.secret_data().items()}
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque", "data": data}
     try:
-        await applier.apply(instance, secret)
+        await applier.apply(instance, secret, result=result)
     except NameClash as clash:
         return None, str(clash)
     return name, None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.interface import KubeObject
-from actors.kube import JSON_PATCH, ApiError, KubeClient
+from actors.kube import JSON_PATCH, MERGE_PATCH, ApiError, KubeClient
 from actors.ownership import FINALIZER, LABEL_PROVIDER
 from actors.resources import INSTANCES
 
@@ -25,7 +25,7 @@ def holds_finalizer(instance: KubeObject) -> bool:
     return FINALIZER in (instance["metadata"].get("finalizers") or [])
 
 
-async def add(client: KubeClient, instance: KubeObject, provider_name: str) -> None:
+async def add(client: KubeClient, instance: KubeObject, provider_name: str, *, field_manager: str) -> None:
     """Our finalizer and provider label. Gone (404) is fine; changed meanwhile raises Conflict."""
     meta = instance["metadata"]
     finalizers = list(meta.get("finalizers") or [])
@@ -38,10 +38,12 @@ async def add(client: KubeClient, instance: KubeObject, provider_name: str) -> N
             "labels": {LABEL_PROVIDER: provider_name},
         }
     }
-    await _send(client, instance, patch, content_type=None)
+    await _send(client, instance, patch, content_type=None, field_manager=field_manager)
 
 
-async def remove(client: KubeClient, instance: KubeObject, *, drop_label: str | None = None) -> None:
+async def remove(
+    client: KubeClient, instance: KubeObject, *, field_manager: str, drop_label: str | None = None
+) -> None:
     """Remove our finalizer (and our provider label when `drop_label` names us). Raises Conflict when
     the finalizer list changed since `instance` was read."""
     meta = instance["metadata"]
@@ -55,16 +57,22 @@ async def remove(client: KubeClient, instance: KubeObject, *, drop_label: str | 
     if drop_label is not None and (meta.get("labels") or {}).get(LABEL_PROVIDER) == drop_label:
         path = "/metadata/labels/" + LABEL_PROVIDER.replace("~", "~0").replace("/", "~1")
         ops += [{"op": "test", "path": path, "value": drop_label}, {"op": "remove", "path": path}]
-    await _send(client, instance, ops, content_type=JSON_PATCH)
+    await _send(client, instance, ops, content_type=JSON_PATCH, field_manager=field_manager)
 
 
-async def _send(client: KubeClient, instance: KubeObject, body: Any, *, content_type: str | None) -> None:
+async def _send(
+    client: KubeClient, instance: KubeObject, body: Any, *, content_type: str | None, field_manager: str
+) -> None:
     meta = instance["metadata"]
     try:
-        if content_type is None:
-            await client.patch(INSTANCES, meta["namespace"], meta["name"], body)
-        else:
-            await client.patch(INSTANCES, meta["namespace"], meta["name"], body, content_type=content_type)
+        await client.patch(
+            INSTANCES,
+            meta["namespace"],
+            meta["name"],
+            body,
+            content_type=content_type or MERGE_PATCH,
+            field_manager=field_manager,
+        )
     except ApiError as err:
         if err.status == 404:
             return  # gone already: nothing left to hold

@@ -21,7 +21,7 @@ import structlog
 from aiohttp import web
 
 from actors.interface import Resource
-from actors.kube import ApiError, KubeClient
+from actors.kube import ApiError, KubeClient, TransportError
 
 log = structlog.get_logger("actors.http_auth")
 
@@ -53,7 +53,7 @@ class RequestAuthorizer:
         async with self._reviews:
             try:
                 verdict = await self._review(token, path, verb)
-            except (ApiError, OSError, TimeoutError) as err:
+            except (ApiError, TransportError) as err:
                 log.warning("token or access review failed", error=str(err)[:300])
                 return False  # not cached: the API server may answer next time
         self._cache[key] = (now + CACHE_SECONDS, verdict)

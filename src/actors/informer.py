@@ -15,12 +15,12 @@ import random
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-import aiohttp
 import anyio
 import structlog
+from anyio.abc import TaskStatus
 
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient
+from actors.kube import ApiError, KubeClient, TransportError
 
 log = structlog.get_logger("actors.informer")
 
@@ -64,12 +64,17 @@ class Informer(Generic[T]):
         self._max_backoff = max_backoff
         self._log = log.bind(resource=str(resource), namespace=namespace or "*")
 
-    async def run(self) -> None:
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """List, then watch, until cancelled; reports started once the first list is in the store."""
         backoff = 0.2
+        started = False
         while True:
             try:
                 if self._rv is None:
                     await self._relist()
+                if not started:
+                    started = True
+                    task_status.started()
                 await self._watch()
                 backoff = 0.2
             except ApiError as err:
@@ -81,7 +86,7 @@ class Informer(Generic[T]):
                 self._log.warning("list/watch failed", error=str(err), retry_in=backoff)
                 await anyio.sleep(backoff * (1 + random.random() / 2))
                 backoff = min(self._max_backoff, backoff * 2)
-            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as err:
+            except (TransportError, ValueError) as err:
                 self._log.warning("connection to API server lost", error=repr(err), retry_in=backoff)
                 await anyio.sleep(backoff * (1 + random.random() / 2))
                 backoff = min(self._max_backoff, backoff * 2)

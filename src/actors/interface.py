@@ -11,50 +11,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from actors.resource import KubeObject, ObjectKey, Resource
 
 if TYPE_CHECKING:
     from actors.kube import KubeClient
-    from actors.shared import SharedActors
 
-KubeObject = dict[str, Any]
-
-
-@dataclass(frozen=True, order=True)
-class Resource:
-    """One REST resource of the API server (a GVR plus what a client needs to address it)."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-        return base
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.group or 'core'}/{self.version}"
-
-
-@dataclass(frozen=True, order=True)
-class ObjectKey:
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
+__all__ = [
+    "Condition",
+    "ConnectionDetails",
+    "KubeObject",
+    "ObjectKey",
+    "Phase",
+    "Provider",
+    "ReconcileContext",
+    "Resource",
+    "StatusReport",
+    "ValidationFailed",
+    "WaitFor",
+]
 
 class Phase(StrEnum):
     """Instance.status.phase values of the OpenEverest core CRD."""
@@ -135,14 +111,13 @@ class ReconcileContext:
 
     instance: KubeObject
     client: KubeClient
-    shared: SharedActors
     # Which optional resources the API server serves right now (CRD present), by Resource.
     available: frozenset[Resource] = field(default_factory=frozenset)
-    # Derived objects as stored after this pass's apply (or as last observed), by (kind, name).
-    observed: Mapping[tuple[str, str], KubeObject] = field(default_factory=dict)
-    # A derived object of this Instance as the runtime's watch last saw it, by kind and name (None
-    # when there is none); for desired() decisions that depend on what another controller did.
-    live: Callable[[str, str], KubeObject | None] = field(default=lambda kind, name: None)
+    # Derived objects as stored after this pass's apply (or as last observed), by (resource, name).
+    observed: Mapping[tuple[Resource, str], KubeObject] = field(default_factory=dict)
+    # A derived object of this Instance as the runtime's watch last saw it, by resource and name
+    # (None when there is none); for desired() decisions that depend on what another controller did.
+    live: Callable[[Resource, str], KubeObject | None] = field(default=lambda resource, name: None)
 
     @property
     def key(self) -> ObjectKey:
@@ -154,7 +129,16 @@ class Provider(Protocol):
     """A provider for the runtime. Implemented for KServe in `provider.kserve`."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The provider's name: `spec.providerRef.name` of its Instances, its label value and field manager."""
+        ...
+
+    @property
+    def annotation_domain(self) -> str:
+        """The prefix of the annotations the runtime reads and writes for this provider, e.g.
+        `provider-kserve.openeverest.io`: `<domain>/force-ownership` on an Instance (the opt-in to take
+        fields another manager holds) and `<domain>/applied-intent` on derived objects."""
+        ...
 
     def owned_resources(self) -> Sequence[Resource]:
         """Every kind the provider may create: watched, inventoried and pruned by the runtime."""

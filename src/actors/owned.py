@@ -29,6 +29,8 @@ class OwnedRef:
     deleting: bool
     packed: bytes = b""
     uid: str = ""
+    # The digest of the intent we last applied, from the object's annotation (survives restarts).
+    intent: str = ""
 
     def object(self) -> KubeObject:
         """The object as last seen by the watch (without managedFields)."""
@@ -39,7 +41,7 @@ class OwnedRef:
         return f"{self.namespace}/{self.owner_name}"
 
 
-def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
+def owned_ref(resource: Resource, obj: KubeObject, *, intent_annotation: str = "") -> OwnedRef | None:
     """The OwnedRef of `obj`, or None unless it is ours: its controller is an Instance and it carries
     the managed-by and instance labels for that Instance (the informer's selector checked the
     provider label). Only what is indexed is ever pruned or deleted."""
@@ -65,6 +67,7 @@ def owned_ref(resource: Resource, obj: KubeObject) -> OwnedRef | None:
                 deleting=bool(meta.get("deletionTimestamp")),
                 packed=pack(obj),
                 uid=str(meta.get("uid", "")),
+                intent=str((meta.get("annotations") or {}).get(intent_annotation, "")) if intent_annotation else "",
             )
     return None
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import aiohttp
 import structlog
 from opentelemetry import trace
 
 from actors import finalizer
-from actors.actor import Outcome
-from actors.apply import Applier, ApplyConflict, NameClash, ResourceNotServed
+from actors.actor import Action
+from actors.apply import Applier
+from actors.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.connection import connection_secret
 from actors.interface import (
     Condition,
@@ -36,21 +36,16 @@ from actors.interface import (
     ValidationFailed,
     WaitFor,
 )
-from actors.kube import ApiError, KubeClient
+from actors.kube import ApiError, KubeClient, TransportError
 from actors.limits import InstanceLimits
 from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex
 from actors.ownership import LABEL_PROVIDER
-from actors.shared import SharedActors
 from actors.status_writer import StatusWriter
-from actors.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
+from actors.versions import awaiting_provider, effective_bundle, provider_name, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
 tracer = trace.get_tracer("actors.reconciler")
-
-# Opt-in, per Instance, to take ownership of fields another manager holds (server-side apply
-# force). Off by default: we never take fields silently.
-FORCE_OWNERSHIP_ANNOTATION = "provider-kserve.openeverest.io/force-ownership"
 
 COND_VALID = "Valid"
 COND_SYNCED = "Synced"
@@ -63,14 +58,11 @@ NAME_CLASH_RETRY = 30.0
 class RuntimeConfig:
     provider_name: str
     field_manager: str
-    poll_not_ready: float = 60.0
-    status_connection_supported: bool = False
+    # The Instance annotation that, set to "true", opts in to taking fields another manager holds
+    # (server-side apply force). Off by default: we never take fields silently.
+    force_annotation: str
+    poll_not_ready: float | None = None
     limits: InstanceLimits = field(default_factory=InstanceLimits)
-
-
-def provider_ref_name(instance: KubeObject) -> str:
-    ref = (instance.get("spec") or {}).get("providerRef")
-    return str(ref.get("name", "")) if isinstance(ref, dict) else ""
 
 
 class InstanceReconciler:
@@ -84,7 +76,7 @@ class InstanceReconciler:
         providers: Mapping[str, KubeObject],
         index: OwnedIndex,
         applier: Applier,
-        shared: SharedActors,
+        status: StatusWriter,
         available: Callable[[], frozenset[Resource]],
         metrics: RuntimeMetrics,
         rejected: Mapping[str, str] | None = None,
@@ -97,36 +89,36 @@ class InstanceReconciler:
         self.providers = providers
         self.index = index
         self.applier = applier
-        self.shared = shared
+        self.status = status
         self.available = available
         self.metrics = metrics
         # Instances kept only as a stub because they broke a bound on reading (key → why).
         self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
         self._not_served = not_served
-        self.status = StatusWriter(client, status_connection_supported=config.status_connection_supported)
+
 
     # -- entry point ----------------------------------------------------------------------
 
-    async def __call__(self, key: str) -> Outcome:
+    async def __call__(self, key: str) -> Action:
         structlog.contextvars.bind_contextvars(instance=key)
         try:
             with tracer.start_as_current_span("reconcile", attributes={"instance": key}):
                 instance = self.instances.get(key)
                 if instance is None:
                     self.metrics.reconciles.labels(result="gone").inc()
-                    return Outcome()
+                    return Action()
                 try:
                     outcome = await self._reconcile(key, instance)  # a fresh copy: ours to modify
-                except (aiohttp.ClientError, OSError, TimeoutError) as err:
+                except TransportError as err:
                     # The API server is unreachable (restarting, network): retry with backoff like
                     # any failure, in one line; a traceback per Instance per retry would bury the
                     # informers' "connection to API server lost", which says it all.
                     log.warning("API server unreachable, will retry", error=str(err) or type(err).__name__)
-                    outcome = Outcome(failed=True)
+                    outcome = Action(failed=True)
                 except finalizer.Conflict:
                     # Our copy was stale: the retry reads the newer one from the informer's cache.
                     log.info("Instance changed under a conditional write, will retry")
-                    outcome = Outcome(failed=True)
+                    outcome = Action(failed=True)
                 result = "error" if outcome.failed else "success"
                 self.metrics.reconciles.labels(result=result).inc()
                 if outcome.failed:
@@ -146,24 +138,22 @@ class InstanceReconciler:
 
     def _context(self, instance: KubeObject) -> ReconcileContext:
         return ReconcileContext(
-            instance=instance,
-            client=self.client,
-            shared=self.shared,
-            available=self.available(),
-            live=self._live(instance),
+            instance=instance, client=self.client, available=self.available(), live=self._live(instance)
         )
 
-    async def _reconcile(self, key: str, instance: KubeObject) -> Outcome:
+    async def _reconcile(self, key: str, instance: KubeObject) -> Action:
         meta = instance["metadata"]
-        ours = provider_ref_name(instance) == self.config.provider_name
+        ours = provider_name(instance) == self.config.provider_name
         if meta.get("deletionTimestamp") or not ours:
             return await self._release(key, instance, ours=ours)
         labels = meta.get("labels") or {}
         if not finalizer.holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
             with self._step("finalizer"):
-                await finalizer.add(self.client, instance, self.config.provider_name)
+                await finalizer.add(
+                    self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
+                )
             # The update comes back as a watch event and runs us again with the new object.
-            return Outcome()
+            return Action()
 
         with self._step("validate"):
             problem = await self._problem(key, instance)
@@ -177,7 +167,7 @@ class InstanceReconciler:
             # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
             # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
             # is retried with backoff, as the Go runtime does.
-            return Outcome(failed=awaiting_provider(instance, self.providers))
+            return Action(failed=awaiting_provider(instance, self.providers))
         return await self._sync(instance)
 
     async def _problem(self, key: str, instance: KubeObject) -> str | None:
@@ -192,7 +182,7 @@ class InstanceReconciler:
                 problem = err.message
         return problem
 
-    async def _sync(self, instance: KubeObject) -> Outcome:
+    async def _sync(self, instance: KubeObject) -> Action:
         meta = instance["metadata"]
         bundle = effective_bundle(instance, self.providers)
         ctx = self._context(resolve_versions(instance, self.providers, bundle))
@@ -200,23 +190,23 @@ class InstanceReconciler:
         try:
             with self._step("sync"):
                 desired = await self.provider.desired(ctx)
-                force = (meta.get("annotations") or {}).get(FORCE_OWNERSHIP_ANNOTATION) == "true"
+                force = (meta.get("annotations") or {}).get(self.config.force_annotation) == "true"
                 synced = await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
         except WaitFor as wait:
-            return Outcome(requeue_after=wait.seconds)
+            return Action(requeue_after=wait.seconds)
         except ResourceNotServed as gone:
             # Its CRD was removed after discovery: forget it until discovery sees it again, and run
             # once more so the provider reports the missing kind in its own words.
             log.warning("kind no longer served", resource=str(gone.resource))
             self._not_served(gone.resource)
-            return Outcome(requeue_after=0.0)
+            return Action(requeue_after=0.0)
         except (ApplyConflict, NameClash, ApiError) as err:
             return await self._sync_failed(instance, err, valid, bundle)
 
         ctx.observed = synced.observed
         with self._step("status"):
             report = await self.provider.status(ctx)
-            secret, clash = await connection_secret(self.applier, ctx.instance, report.connection)
+            secret, clash = await connection_secret(self.applier, ctx.instance, report.connection, synced)
             await self.status.write(
                 instance,
                 report,
@@ -226,13 +216,15 @@ class InstanceReconciler:
                 connection_problem=clash,
                 complete=True,
             )
+        if synced.recheck:
+            return Action(requeue_after=0.0)  # someone else wrote an object while we did: look again
         if report.requeue_after is not None:
-            return Outcome(requeue_after=report.requeue_after)
-        if report.phase != Phase.READY:
-            return Outcome(requeue_after=self.config.poll_not_ready)
-        return Outcome()
+            return Action(requeue_after=report.requeue_after)
+        if report.phase != Phase.READY and self.config.poll_not_ready:
+            return Action(requeue_after=self.config.poll_not_ready)
+        return Action()
 
-    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Outcome:
+    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Action:
         """Say on status why the derived objects could not be written, and when to try again."""
         if isinstance(err, ApplyConflict):
             reason, message, phase = "ApplyConflict", f"apply conflict: {err}", Phase.FAILED
@@ -249,43 +241,38 @@ class InstanceReconciler:
             keep_phase=True,
         )
         if isinstance(err, NameClash):
-            return Outcome(requeue_after=NAME_CLASH_RETRY)
-        return Outcome(failed=True)
+            return Action(requeue_after=NAME_CLASH_RETRY)
+        return Action(failed=True)
 
-    def _live(self, instance: KubeObject) -> Callable[[str, str], KubeObject | None]:
+    def _live(self, instance: KubeObject) -> Callable[[Resource, str], KubeObject | None]:
         """Lookup of this Instance's derived objects in the watch index (unpacked on demand)."""
         meta = instance["metadata"]
         owner_key, uid = f"{meta['namespace']}/{meta['name']}", str(meta.get("uid", ""))
-        by_kind = self.applier.resources_by_kind
 
-        def live(kind: str, name: str) -> KubeObject | None:
-            resource = by_kind.get(kind)
-            ref = self.index.get(owner_key, resource, name) if resource is not None else None
+        def live(resource: Resource, name: str) -> KubeObject | None:
+            ref = self.index.get(owner_key, resource, name)
             return ref.object() if ref is not None and ref.owner_uid == uid else None
 
         return live
 
-
     # -- deletion, and an Instance handed to another provider -----------------------------
 
-    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Outcome:
+    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Action:
         """Delete every object we own, then take our finalizer off: on deletion, or when the
         Instance's providerRef moved to another provider (whose finalizer it then is, once that
         provider's runtime has put its own label on)."""
         meta = instance["metadata"]
         uid = str(meta.get("uid", ""))
         if not finalizer.holds_finalizer(instance) and not self.index.owned_by(key, uid):
-            return Outcome()
+            return Action()
         if ours:
-            await self.status.write(
-                instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[]
-            )
+            await self.status.write(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
         with self._step("cleanup"):
             if ours:
                 try:
                     await self.provider.cleanup(self._context(instance))
                 except WaitFor as wait:
-                    return Outcome(requeue_after=wait.seconds)
+                    return Action(requeue_after=wait.seconds)
             remaining = self.index.owned_by(key, uid)
             for ref in remaining:
                 if not ref.deleting:
@@ -294,9 +281,14 @@ class InstanceReconciler:
             # Deletions land as watch events that run us again; while an object is held (a
             # foreign finalizer, say) we retry with backoff and keep our finalizer.
             log.info("waiting for derived objects to go", remaining=[f"{r.kind}/{r.name}" for r in remaining])
-            return Outcome(failed=True)
+            return Action(failed=True)
         if ours or (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.config.provider_name:
             with self._step("finalizer"):
-                await finalizer.remove(self.client, instance, drop_label=None if ours else self.config.provider_name)
+                await finalizer.remove(
+                    self.client,
+                    instance,
+                    field_manager=self.config.field_manager,
+                    drop_label=None if ours else self.config.provider_name,
+                )
             log.info("cleanup complete, finalizer removed" if ours else "released to another provider")
-        return Outcome()
+        return Action()

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import structlog
+from anyio.abc import TaskStatus
 from opentelemetry import trace
 
 from actors.interface import Condition, KubeObject, Phase, StatusReport
 from actors.kube import ApiError, KubeClient
-from actors.resources import INSTANCES
+from actors.resources import CRDS, INSTANCES
 from actors.status import bounded_message, compose_status
 
 log = structlog.get_logger("actors.status")
@@ -25,9 +27,18 @@ _PHASES = frozenset(p.value for p in Phase)
 
 
 class StatusWriter:
-    def __init__(self, client: KubeClient, *, status_connection_supported: bool = False) -> None:
+    def __init__(self, client: KubeClient, *, field_manager: str) -> None:
         self.client = client
-        self.status_connection_supported = status_connection_supported
+        self.field_manager = field_manager
+        # Newer cores add non-secret connection details at status.connection; we write them only
+        # when the installed CRD declares the field (unknown fields would be pruned anyway).
+        self.status_connection_supported = False
+
+    async def start(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Learn what the installed Instance CRD's status supports, then report started."""
+        crd = await self.client.get(CRDS, None, f"{INSTANCES.plural}.{INSTANCES.group}")
+        self.status_connection_supported = crd is not None and _declares_status_connection(crd)
+        task_status.started()
 
     async def write(
         self,
@@ -85,9 +96,17 @@ class StatusWriter:
             "status": status,
         }
         try:
-            await self.client.replace(INSTANCES, body, subresource="status")
+            await self.client.replace(INSTANCES, body, subresource="status", field_manager=self.field_manager)
         except ApiError as err:
             if err.status in (404, 409):
                 # Our copy is stale; the newer version's watch event runs us again.
                 return
             raise
+
+
+def _declares_status_connection(crd: KubeObject) -> bool:
+    for version in crd.get("spec", {}).get("versions", []):
+        if version.get("name") == INSTANCES.version:
+            status = version.get("schema", {}).get("openAPIV3Schema", {}).get("properties", {}).get("status", {})
+            return "connection" in status.get("properties", {})
+    return False

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
+from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from actors.interface import KubeObject
-from actors.shared import SharedActor, SharedActors
+from actors.shared import SharedActor, SharedActors, Wake
 from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
 from provider.errors import first_error_message
 from provider.topology import CatalogModel, Catalogs, LoraAdapter
@@ -61,16 +60,6 @@ def parse_model_catalog(text: str) -> tuple[CatalogModel, ...]:
     return tuple(m for uri, m in by_uri.items() if uri)
 
 
-@dataclass(frozen=True)
-class Get:
-    """Ask a catalog actor for its current entries."""
-
-
-@dataclass(frozen=True)
-class _Reload:
-    pass
-
-
 def _uses_llm(obj: KubeObject) -> bool:
     return ((obj.get("spec") or {}).get("topology") or {}).get("type") == "llm"
 
@@ -83,14 +72,13 @@ def _uses_lora_catalog(obj: KubeObject) -> bool:
 
 
 class _CatalogActor(SharedActor):
-    """Holds one catalog; reloads it from its source on a poll and wakes its users on change."""
+    """Holds one catalog as an immutable tuple (`entries`); re-reads its file on a poll and wakes
+    its users when the entries changed."""
 
     poll_seconds = 5.0
     uses: Callable[[KubeObject], bool] = staticmethod(_uses_llm)
 
-    def __init__(self, shared: SharedActors, file: str | None, inline: str) -> None:
-        super().__init__()
-        self._shared = shared
+    def __init__(self, file: str | None, inline: str) -> None:
         self._file = Path(file) if file else None
         self._inline = inline
         self._text: str | None = None
@@ -125,22 +113,21 @@ class _CatalogActor(SharedActor):
         self.entries = entries
         return changed
 
-    async def started(self, task_group: TaskGroup) -> None:
-        if self._file is not None:
-            task_group.start_soon(self._poll, name=f"poll:{self.name}")
+    def reload(self, wake: Wake) -> int:
+        """Re-read the source; wake (and count) the Instances that use the catalog if it changed."""
+        if not self._load():
+            return 0
+        woken = wake(type(self).uses)
+        log.info("catalog changed, revalidating its Instances", actor=self.name, instances=woken)
+        return woken
 
-    async def _poll(self) -> None:
+    async def run(self, wake: Wake, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()  # loaded at construction
+        if self._file is None:
+            return
         while True:
             await anyio.sleep(self.poll_seconds)
-            self.tell(_Reload())
-
-    async def handle(self, message: Any) -> Any:
-        if isinstance(message, Get):
-            return self.entries
-        if isinstance(message, _Reload) and self._load():
-            woken = self._shared.wake(type(self).uses)
-            log.info("catalog changed, revalidating its Instances", actor=self.name, instances=woken)
-        return None
+            self.reload(wake)
 
 
 class ModelCatalogActor(_CatalogActor):
@@ -159,14 +146,10 @@ class LoraCatalogActor(_CatalogActor):
         return parse_lora_catalog(text)
 
 
-def register_catalogs(shared: SharedActors, environ: Mapping[str, str]) -> Callable[[], Any]:
-    """Register both catalog actors; returns the async `catalogs()` source for KServeProvider."""
-    models = ModelCatalogActor(shared, environ.get(MODEL_CATALOG_FILE_ENV), environ.get(MODEL_CATALOG_ENV, ""))
-    adapters = LoraCatalogActor(shared, environ.get(LORA_CATALOG_FILE_ENV), environ.get(LORA_CATALOG_ENV, ""))
+def register_catalogs(shared: SharedActors, environ: Mapping[str, str]) -> Callable[[], Catalogs]:
+    """Register both catalog actors; returns the snapshot reader KServeProvider calls per reconcile."""
+    models = ModelCatalogActor(environ.get(MODEL_CATALOG_FILE_ENV), environ.get(MODEL_CATALOG_ENV, ""))
+    adapters = LoraCatalogActor(environ.get(LORA_CATALOG_FILE_ENV), environ.get(LORA_CATALOG_ENV, ""))
     shared.register(models)
     shared.register(adapters)
-
-    async def catalogs() -> Catalogs:
-        return Catalogs(models=await models.ask(Get()), lora_adapters=await adapters.ask(Get()))
-
-    return catalogs
+    return lambda: Catalogs(models=models.entries, lora_adapters=adapters.entries)

@@ -22,15 +22,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-import aiohttp
 import anyio
 
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient
+from actors.kube import ApiError, KubeClient, TransportError
 from actors.resources import CRDS, INSTANCES, PROVIDERS
-from provider.gateway_actor import GATEWAYS
-from provider.llm.kinds import NODE
-from provider.namespace_actor import NAMESPACES
+from provider.kinds import GATEWAYS, NAMESPACES, NODE
 from provider.rbac import RULES, AccessCheck, Rule, access_checks
 
 SSAR_PATH: Final = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
@@ -192,7 +189,7 @@ async def _api_server(client: KubeClient) -> Row:
         version = await client.request("GET", "/version", resource="version")
     except ApiError as err:
         return Row("api-server", Status.ERROR, where, str(err))
-    except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as err:
+    except (TransportError, ValueError) as err:
         return Row("api-server", Status.ERROR, where, f"unreachable: {err or type(err).__name__}")
     return Row("api-server", Status.OK, where, str(version.get("gitVersion", "")))
 
@@ -215,7 +212,7 @@ async def _review(client: KubeClient, check: AccessCheck, rule: Rule, limiter: a
             review: Any = await client.request(
                 "POST", SSAR_PATH, body=review_body(check), resource="selfsubjectaccessreviews.authorization.k8s.io"
             )
-        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as err:
+        except (ApiError, TransportError) as err:
             # Not an answer about the permission: say what went wrong instead of "missing".
             return dataclasses.replace(permission_row(check, rule, {}), status=Status.ERROR, detail=str(err))
     return permission_row(check, rule, review)

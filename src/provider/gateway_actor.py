@@ -7,38 +7,27 @@ is woken, so its connection details switch to the gateway URL within one reconci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
+from anyio.abc import TaskStatus
 from pydantic import ValidationError
 
 from actors.informer import Informer
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject
 from actors.kube import KubeClient
-from actors.shared import SharedActor, SharedActors
+from actors.shared import SharedActor, Wake, wake_nobody
 from provider.connection import uri_host
+from provider.kinds import GATEWAYS
 from provider.llm.params import LlmTopologyParameters
 from provider.settings import ProviderSettings
 
 log = structlog.get_logger("provider.gateway")
 
-GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 # How long startup waits for the Gateway's first list.
 SYNC_TIMEOUT: Final = 10.0
-
-
-@dataclass(frozen=True)
-class BaseURL:
-    """Ask for the gateway's published base URL (None until it has an address)."""
-
-
-@dataclass(frozen=True)
-class _Addresses:
-    addresses: tuple[str, ...]
 
 
 def uses_ai_gateway(obj: KubeObject) -> bool:
@@ -82,23 +71,26 @@ def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
 
 
 class AIGatewayActor(SharedActor):
+    """Publishes `base_url` (None until the Gateway has an address), read by every status pass."""
+
     name = "ai-gateway"
 
-    def __init__(self, client: KubeClient, settings: ProviderSettings, shared: SharedActors) -> None:
-        super().__init__()
+    def __init__(self, client: KubeClient, settings: ProviderSettings) -> None:
         self._client = client
         self._settings = settings
-        self._shared = shared
         self.base_url: str | None = None
         self._key = f"{settings.ai_gateway_namespace}/{settings.ai_gateway_name}"
+        self._wake: Wake = wake_nobody
 
     @property
     def configured(self) -> bool:
         s = self._settings
         return s.ai_gateway_enabled and bool(s.ai_gateway_name and s.ai_gateway_namespace)
 
-    async def started(self, task_group: TaskGroup) -> None:
+    async def run(self, wake: Wake, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self._wake = wake
         if not self.configured:
+            task_status.started()
             return
         informer: Informer[tuple[str, ...]] = Informer(
             self._client,
@@ -107,29 +99,27 @@ class AIGatewayActor(SharedActor):
             transform=_addresses,
             on_change=self._gateway_changed,
         )
-        task_group.start_soon(informer.run, name="watch:ai-gateway")
-        # Know the address before the first Instance asks (our mailbox opens after `started`):
-        # otherwise every Ready AI Gateway Instance shows "Waiting for Envoy AI Gateway address"
-        # for a moment after each restart. Bounded, so a missing Gateway CRD only delays startup.
-        with anyio.move_on_after(SYNC_TIMEOUT):
-            await informer.synced.wait()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(informer.run, name="watch:ai-gateway")
+            # Know the address before the first Instance reads it: otherwise every Ready AI Gateway
+            # Instance shows "Waiting for Envoy AI Gateway address" for a moment after each
+            # restart. Bounded, so a missing Gateway CRD only delays startup.
+            with anyio.move_on_after(SYNC_TIMEOUT):
+                await informer.synced.wait()
+            task_status.started()
 
     def _gateway_changed(self, key: str, old: tuple[str, ...] | None, new: tuple[str, ...] | None) -> None:
         if key == self._key:
-            self.tell(_Addresses(new or ()))
+            self.publish(new or (), self._wake)
 
-    async def handle(self, message: Any) -> Any:
-        if isinstance(message, BaseURL):
-            return self.base_url
-        if isinstance(message, _Addresses):
-            url = next(
-                (u for u in (gateway_base_url(a, self._settings) for a in message.addresses) if u), None
-            )
-            if url != self.base_url:
-                self.base_url = url
-                woken = self._shared.wake(uses_ai_gateway)
-                log.info("AI Gateway address changed", base_url=url, instances=woken)
-        return None
+    def publish(self, addresses: tuple[str, ...], wake: Wake) -> None:
+        """The Gateway's addresses changed: publish its base URL, waking the opted-in Instances if
+        the URL changed."""
+        url = next((u for u in (gateway_base_url(a, self._settings) for a in addresses) if u), None)
+        if url != self.base_url:
+            self.base_url = url
+            woken = wake(uses_ai_gateway)
+            log.info("AI Gateway address changed", base_url=url, instances=woken)
 
 
 def _addresses(obj: KubeObject) -> tuple[str, ...]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from actors.resources import INSTANCES
+
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -66,7 +68,7 @@ class InstanceSpec(_Open):
 
 
 class Instance(_Open):
-    api_version: str = Field(default="core.openeverest.io/v1alpha1", alias="apiVersion")
+    api_version: str = Field(default=INSTANCES.api_version, alias="apiVersion")
     kind: str = "Instance"
     metadata: ObjectMeta
     spec: InstanceSpec

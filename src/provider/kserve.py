@@ -9,8 +9,7 @@ render` command both use it, so what render prints is what the controller applie
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -30,12 +29,12 @@ from actors.shared import SharedActors
 from provider.catalog_actor import register_catalogs
 from provider.errors import first_error_message
 from provider.field_rules import check_object_name
-from provider.gateway_actor import AIGatewayActor, BaseURL
+from provider.gateway_actor import AIGatewayActor
 from provider.instance import Instance
+from provider.kinds import LLM_INFERENCE_SERVICE_CONFIG, NODE, OPTIONAL, SERVICE
 from provider.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
-from provider.llm.kinds import LLM_INFERENCE_SERVICE_CONFIG, NODE, OPTIONAL
 from provider.llm.quote import quote
-from provider.names import PROVIDER_NAME
+from provider.names import ANNOTATION_DOMAIN, PROVIDER_NAME
 from provider.namespace_actor import NamespaceLevels
 from provider.pod_security import Level, PodPolicy
 from provider.settings import ProviderSettings
@@ -44,10 +43,10 @@ from provider.topology import Catalogs, StatusInputs, TopologyHandler
 
 log = structlog.get_logger("provider.kserve")
 
-# Where catalogs come from: a snapshot, or a (possibly async) call to the catalog actor.
-CatalogSource = Catalogs | Callable[[], Catalogs | Awaitable[Catalogs]]
+# Where catalogs come from: fixed ones, or the catalog actors' current snapshot.
+CatalogSource = Catalogs | Callable[[], Catalogs]
 # The shared AI Gateway's published base URL, None until it has an address.
-GatewayAddressSource = Callable[[], Awaitable[str | None]]
+GatewayAddressSource = Callable[[], str | None]
 # A namespace's enforced Pod Security level, None when it has no label.
 NamespaceLevelSource = Callable[[str], Level | None]
 
@@ -66,9 +65,10 @@ def node_addresses(nodes: Iterable[KubeObject]) -> list[str]:
     return external + internal
 
 
-def _uses_node_port(observed: Mapping[tuple[str, str], KubeObject]) -> bool:
+def _uses_node_port(observed: Mapping[tuple[Resource, str], KubeObject]) -> bool:
     return any(
-        kind == "Service" and (obj.get("spec") or {}).get("type") == "NodePort" for (kind, _), obj in observed.items()
+        resource == SERVICE and (obj.get("spec") or {}).get("type") == "NodePort"
+        for (resource, _), obj in observed.items()
     )
 
 
@@ -107,6 +107,10 @@ class KServeProvider:
     @property
     def name(self) -> str:
         return PROVIDER_NAME
+
+    @property
+    def annotation_domain(self) -> str:
+        return ANNOTATION_DOMAIN
 
     def owned_resources(self) -> Sequence[Resource]:
         """The union of the topologies' kinds: pruning then also removes a previous topology's objects."""
@@ -176,18 +180,15 @@ class KServeProvider:
 
     # -- the runtime's Provider protocol ----------------------------------------------------------
 
-    async def catalogs(self) -> Catalogs:
-        source = self._catalogs
-        if isinstance(source, Catalogs):
-            return source
-        result = source()
-        return await result if inspect.isawaitable(result) else result
+    def catalogs(self) -> Catalogs:
+        """The catalogs as published now (an immutable snapshot: no round-trip)."""
+        return self._catalogs if isinstance(self._catalogs, Catalogs) else self._catalogs()
 
     async def validate(self, ctx: ReconcileContext) -> None:
-        self.check(ctx.instance, await self.catalogs())
+        self.check(ctx.instance, self.catalogs())
 
     async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
-        desired = self.render(ctx.instance, catalogs=await self.catalogs(), available=ctx.available)
+        desired = self.render(ctx.instance, catalogs=self.catalogs(), available=ctx.available)
         if (in_use := config_still_in_use(desired, ctx.live)) is not None:
             desired.insert(0, in_use)
         await self._release_held_config(ctx)
@@ -201,9 +202,9 @@ class KServeProvider:
             return StatusReport(Phase.FAILED, exc.message)
         inputs = StatusInputs(
             node_addresses=await self._node_addresses(ctx) if _uses_node_port(ctx.observed) else (),
-            gateway_base_url=await self._gateway_base_url() if self._gateway_base_url is not None else None,
+            gateway_base_url=self._gateway_base_url() if self._gateway_base_url is not None else None,
             missing=frozenset(r for r in handler.resources() if r not in ctx.available),
-            catalogs=await self.catalogs(),
+            catalogs=self.catalogs(),
         )
         return handler.status(instance, ctx.observed, inputs)
 
@@ -249,17 +250,12 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
     base_url: GatewayAddressSource | None = None
     namespace_level: NamespaceLevelSource | None = None
     if client is not None:
-        gateway = AIGatewayActor(client, settings, shared)
+        gateway = AIGatewayActor(client, settings)
         shared.register(gateway)
-        namespaces = NamespaceLevels(client, shared)
+        namespaces = NamespaceLevels(client)
         shared.register(namespaces)
         namespace_level = namespaces.level
-
-        async def ask_gateway() -> str | None:
-            url: str | None = await gateway.ask(BaseURL())
-            return url
-
-        base_url = ask_gateway
+        base_url = lambda: gateway.base_url  # noqa: E731 - the published snapshot, read per status pass
     provider = KServeProvider(
         settings, catalogs=catalogs, gateway_base_url=base_url, namespace_level=namespace_level
     )

@@ -85,7 +85,6 @@ def through_reconcile(
     conditions: Sequence[Condition],
     *,
     was_ready: bool,
-    requeue: float,
 ) -> StatusReport:
     """`report` (what KServe's status says) once KServe has observed the current spec. While it has
     not: Provisioning, except for an Instance that is Ready and whose previous generation still
@@ -97,6 +96,6 @@ def through_reconcile(
         return report
     unobserved = not isinstance((obj.get("status") or {}).get("observedGeneration"), int)
     if not was_ready or unobserved or report.phase is not Phase.READY:
-        return StatusReport(Phase.PROVISIONING, stale, tuple(conditions), requeue_after=requeue)
+        return StatusReport(Phase.PROVISIONING, stale, tuple(conditions))
     serving = report.message or "the previous generation serves"
-    return replace(report, message=f"{stale}; {serving}", requeue_after=requeue)
+    return replace(report, message=f"{stale}; {serving}")

@@ -81,3 +81,7 @@ def external_service_name(instance: str) -> str:
 
 # The provider's name: Instance.spec.providerRef.name, the ownership label value, the field manager.
 PROVIDER_NAME: Final = "provider-kserve"
+# Annotations the runtime reads and writes for this provider (force-ownership, applied-intent).
+ANNOTATION_DOMAIN: Final = f"{PROVIDER_NAME}.openeverest.io"
+# Set to "true" on an Instance: take the fields another field manager holds (README, docs/ownership.md).
+FORCE_OWNERSHIP_ANNOTATION: Final = f"{ANNOTATION_DOMAIN}/force-ownership"

@@ -8,21 +8,21 @@ revalidated, so tightening a namespace's policy reaches Instances already there.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
+from anyio.abc import TaskStatus
 
 from actors.informer import Informer
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject
 from actors.kube import KubeClient
-from actors.shared import SharedActor, SharedActors
+from actors.shared import SharedActor, Wake, wake_nobody
+from provider.kinds import NAMESPACES
 from provider.pod_security import ENFORCE_LABEL, LEVELS, Level
 
 log = structlog.get_logger("provider.namespaces")
 
-NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SYNC_TIMEOUT: Final = 10.0
 
 
@@ -33,11 +33,10 @@ def _level_label(obj: KubeObject) -> str:
 class NamespaceLevels(SharedActor):
     name = "namespace-levels"
 
-    def __init__(self, client: KubeClient, shared: SharedActors) -> None:
-        super().__init__()
+    def __init__(self, client: KubeClient) -> None:
         self._client = client
-        self._shared = shared
         self._labels: dict[str, str] = {}
+        self._wake: Wake = wake_nobody
         self.synced = anyio.Event()
 
     def level(self, namespace: str) -> Level | None:
@@ -45,17 +44,20 @@ class NamespaceLevels(SharedActor):
         value = self._labels.get(namespace, "")
         return value if value in LEVELS else None
 
-    async def started(self, task_group: TaskGroup) -> None:
+    async def run(self, wake: Wake, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self._wake = wake
         informer: Informer[str] = Informer(
             self._client, NAMESPACES, transform=_level_label, on_change=self._namespace_changed
         )
-        task_group.start_soon(informer.run, name="watch:namespaces")
-        # Validate the first Instances against the real levels, not the default. Bounded, so a
-        # slow API server delays startup rather than blocking it.
-        with anyio.move_on_after(SYNC_TIMEOUT):
-            await informer.synced.wait()
-        if informer.synced.is_set():
-            self.synced.set()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(informer.run, name="watch:namespaces")
+            # Validate the first Instances against the real levels, not the default. Bounded, so a
+            # slow API server delays startup rather than blocking it.
+            with anyio.move_on_after(SYNC_TIMEOUT):
+                await informer.synced.wait()
+            if informer.synced.is_set():
+                self.synced.set()
+            task_status.started()
 
     def _namespace_changed(self, key: str, old: str | None, new: str | None) -> None:
         if new:
@@ -63,8 +65,5 @@ class NamespaceLevels(SharedActor):
         else:
             self._labels.pop(key, None)
         if old is not None and new is not None and old != new:
-            woken = self._shared.wake(lambda obj: (obj.get("metadata") or {}).get("namespace") == key)
+            woken = self._wake(lambda obj: (obj.get("metadata") or {}).get("namespace") == key)
             log.info("namespace pod security level changed", namespace=key, level=new or "(none)", instances=woken)
-
-    async def handle(self, message: Any) -> Any:
-        return None

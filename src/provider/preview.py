@@ -22,8 +22,8 @@ import yaml
 from actors.interface import KubeObject, Resource, ValidationFailed
 from actors.ownership import stamp
 from actors.versions import effective_bundle, resolve_versions, version_problem
+from provider.kinds import OPTIONAL
 from provider.kserve import KServeProvider
-from provider.llm.kinds import OPTIONAL
 from provider.names import PROVIDER_NAME
 from provider.topology import Catalogs
 

@@ -55,8 +55,8 @@ class StatusInputs:
     catalogs: Catalogs = field(default_factory=lambda: Catalogs())
 
 
-# Observed derived objects by (kind, name).
-Observed = Mapping[tuple[str, str], KubeObject]
+# Observed derived objects by (resource, name).
+Observed = Mapping[tuple[Resource, str], KubeObject]
 
 
 class TopologyHandler(Protocol):

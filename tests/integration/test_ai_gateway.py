@@ -20,9 +20,9 @@ from actors.kube import KubeClient
 from actors.manager import Manager
 from actors.ownership import stamp
 from actors.resources import INSTANCES
-from provider.gateway_actor import GATEWAYS
+from provider import kinds
+from provider.kinds import GATEWAYS
 from provider.kserve import KServeProvider, build_provider
-from provider.llm import kinds
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
 from provider.topology import Catalogs
@@ -65,14 +65,13 @@ def gateway(namespace: str) -> KubeObject:
 def count_reconciles(manager: Manager) -> Counter[str]:
     """Reconciles per Instance key from now on (wraps the manager's reconciler)."""
     counts: Counter[str] = Counter()
-    inner = manager.reconciler
-    assert inner is not None
+    inner = manager.actors.reconcile
 
     async def counting(key: str) -> Any:
         counts[key] += 1
         return await inner(key)
 
-    manager.reconciler = counting  # type: ignore[assignment]
+    manager.actors.reconcile = counting
     return counts
 
 

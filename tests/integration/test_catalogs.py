@@ -14,9 +14,9 @@ import pytest
 from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.resources import INSTANCES
+from provider import kinds
 from provider.catalog_actor import LoraCatalogActor
 from provider.kserve import build_provider
-from provider.llm import kinds
 from provider.llm import status as llm_status
 from tests.integration.test_ai_gateway import count_reconciles
 from tests.support.instances import conditions_of, llm_instance, wait_phase

@@ -26,7 +26,7 @@ import pytest
 from actors.interface import KubeObject, Resource
 from actors.kube import KubeClient
 from actors.resources import INSTANCES
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, SERVICE_ACCOUNT
+from provider.kinds import LLM_INFERENCE_SERVICE, SERVICE_ACCOUNT
 from provider.names import PROVIDER_NAME
 from tests.integration.test_conformance_support import (
     HF_ENV,

@@ -28,8 +28,8 @@ import pytest
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
 from actors.kube import KubeClient
 from actors.resources import INSTANCES
+from provider.kinds import POD_MONITOR, SERVICE
 from provider.kserve import KServeProvider
-from provider.llm.kinds import POD_MONITOR, SERVICE
 from tests.integration.test_conformance_support import (
     TcpProxy,
     census,
@@ -59,6 +59,10 @@ class GatedProvider:
     @property
     def name(self) -> str:
         return self.inner.name
+
+    @property
+    def annotation_domain(self) -> str:
+        return self.inner.annotation_domain
 
     def owned_resources(self) -> Sequence[Resource]:
         return self.inner.owned_resources()

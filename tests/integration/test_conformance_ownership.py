@@ -26,11 +26,10 @@ from actors.interface import KubeObject
 from actors.kube import MERGE_PATCH, KubeClient
 from actors.manager import Manager
 from actors.ownership import FINALIZER, LABEL_PROVIDER
-from actors.reconciler import FORCE_OWNERSHIP_ANNOTATION
 from actors.resources import INSTANCES, SECRETS
 from provider.inspect import gather, owners_of
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
-from provider.names import PROVIDER_NAME
+from provider.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
+from provider.names import FORCE_OWNERSHIP_ANNOTATION, PROVIDER_NAME
 from provider.topology import Catalogs
 from tests.integration.test_conformance_support import (
     PROVIDER_BIN,
@@ -66,7 +65,7 @@ async def hand_edit(kube: KubeClient, namespace: str, name: str, patch: dict[str
 def record_requests(manager: Manager) -> list[tuple[str, str, int]]:
     """(verb, resource, status code) of every request the provider makes from now on."""
     seen: list[tuple[str, str, int]] = []
-    manager.client.observers.append(lambda verb, resource, code, seconds: seen.append((verb, resource, code)))
+    manager.client.observe(lambda verb, resource, code, seconds: seen.append((verb, resource, code)))
     return seen
 
 
@@ -119,7 +118,8 @@ async def test_foreign_field_manager_conflict_is_visible_and_not_fought(
         assert conflict["status"] == "False"
         assert ".spec.replicas" in conflict["message"] and "gitops-controller" in conflict["message"]
 
-        # The provider keeps retrying (with backoff), each time a dry run that fails: five more.
+        # The provider keeps retrying (with backoff), each time an apply the API server refuses
+        # (409, nothing written): five more.
         requests = record_requests(manager)
         failures = manager.actors.stats.failures
 
@@ -131,8 +131,8 @@ async def test_foreign_field_manager_conflict_is_visible_and_not_fought(
         assert live is not None
         assert live["metadata"]["resourceVersion"] == taken["metadata"]["resourceVersion"]  # not written
         assert live["spec"]["replicas"] == 3
-        assert "dryrun" in verbs(requests, LLM_RESOURCE)
-        assert "patch" not in verbs(requests, LLM_RESOURCE)
+        attempts = [code for verb, res, code in requests if res == LLM_RESOURCE and verb == "patch"]
+        assert attempts and set(attempts) == {409}  # every write attempt refused: none went through
         assert condition(await kube.get(INSTANCES, namespace, "owned"), "Synced") == conflict  # no flapping
 
         # `inspect` shows who holds the field, in its table and as YAML.

@@ -28,7 +28,7 @@ import pytest
 from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.resources import INSTANCES, SECRETS
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
+from provider.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from tests.integration.test_conformance_support import (
     SELECTOR,
     census,

@@ -13,6 +13,7 @@ import pytest
 
 from actors.interface import KubeObject, Resource
 from actors.kube import ApiError, KubeClient
+from actors.resources import INSTANCES
 from controlplane import (
     CRD,
     ControlPlane,
@@ -23,14 +24,14 @@ from controlplane import (
     wait_established,
     wait_served,
 )
+from provider import kinds
+from tests.support.null_provider import CONFIGMAPS
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
 
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-INSTANCES = Resource("core.openeverest.io", "v1alpha1", "instances", "Instance")
-LLM_ISVCS = Resource("serving.kserve.io", "v1alpha2", "llminferenceservices", "LLMInferenceService")
-LLM_ISVC_CONFIGS = Resource("serving.kserve.io", "v1alpha2", "llminferenceserviceconfigs", "LLMInferenceServiceConfig")
+LLM_ISVCS = kinds.LLM_INFERENCE_SERVICE
+LLM_ISVC_CONFIGS = kinds.LLM_INFERENCE_SERVICE_CONFIG
 
 # Spelled out so that a CRD silently dropped from the install (or from shared/crds) fails here.
 EXPECTED_CRDS = sorted(

@@ -26,9 +26,8 @@ from actors.kube import KubeClient
 from actors.ownership import controller_reference, ownership_labels
 from actors.resources import CRDS, INSTANCES, PROVIDERS, SECRETS
 from controlplane import NAMESPACE, free_port
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG
+from provider.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG, NAMESPACES
 from provider.names import PROVIDER_NAME
-from provider.namespace_actor import NAMESPACES
 from tests.integration.hostile_support import RawApi, http_get, json_depth, vm_hwm_mib, vm_rss_mib, with_deep_value
 from tests.integration.test_conformance_support import (
     OWNED,

@@ -19,8 +19,8 @@ from actors.endpoints import Endpoints
 from actors.kube import KubeClient
 from actors.resources import INSTANCES, SECRETS
 from controlplane import NAMESPACE, free_port, service_account_token
+from provider.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from provider.kserve import build_provider
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from tests.integration.hostile_support import fetch, http_get, secret_text
 from tests.integration.test_conformance_support import (
     condition,

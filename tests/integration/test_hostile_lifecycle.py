@@ -23,7 +23,7 @@ from actors.kube import KubeClient
 from actors.ownership import FINALIZER, LABEL_PROVIDER
 from actors.resources import INSTANCES, SECRETS
 from controlplane import install_crds, load_crds
-from provider.llm.kinds import LLM_INFERENCE_SERVICE
+from provider.kinds import LLM_INFERENCE_SERVICE
 from tests.integration.hostile_support import hostile_status, secret_text
 from tests.integration.test_conformance_support import (
     condition,

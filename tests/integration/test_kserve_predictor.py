@@ -14,8 +14,8 @@ from actors.kube import ApiError
 from actors.ownership import is_owned_by
 from actors.resources import INSTANCES
 from kservestack import MANAGER
+from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.predictor.translate import INFERENCE_SERVICE
 from provider.settings import ProviderSettings
 from tests.support.instances import (
     conditions_of,

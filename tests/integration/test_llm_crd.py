@@ -26,9 +26,9 @@ from actors.interface import KubeObject, Resource
 from actors.kube import ApiError, KubeClient
 from actors.ownership import is_owned_by, stamp
 from actors.resources import INSTANCES
+from provider import kinds
 from provider.catalog import parse_lora_catalog
 from provider.kserve import KServeProvider
-from provider.llm import kinds
 from provider.names import PROVIDER_NAME
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs

@@ -23,8 +23,8 @@ from controlplane import create_or_replace
 from kservestack import KSERVE_NAMESPACE, LLMISVC
 from kservestack.kwok import NODE_IP
 from kservestack.manifests import CPU_PRESET_NAME
+from provider import kinds
 from provider.kserve import build_provider
-from provider.llm import kinds
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
 from tests.support.instances import (
@@ -87,7 +87,7 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
         applied = await wait_for(llmisvc)
         assert is_owned_by(applied, created)
         assert ownership_labels(created, PROVIDER_NAME).items() <= applied["metadata"]["labels"].items()
-        rendered = provider.render(created, catalogs=await provider.catalogs())
+        rendered = provider.render(created, catalogs=provider.catalogs())
         (want,) = [o for o in rendered if o["kind"] == "LLMInferenceService"]
         assert applied["spec"] == want["spec"]
 

@@ -18,14 +18,14 @@ from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.ownership import is_owned_by, stamp
 from actors.resources import INSTANCES, SECRETS
+from provider import kinds as llm_kinds
 from provider.instance import Instance
+from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.llm import kinds as llm_kinds
 from provider.llm import status as llm_status
 from provider.llm.handler import LlmTopology
 from provider.names import PROVIDER_NAME
 from provider.predictor import PredictorTopology
-from provider.predictor.translate import INFERENCE_SERVICE
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs
 from tests.integration.test_llm_crd import first_difference

@@ -25,11 +25,11 @@ from actors.interface import KubeObject
 from actors.kube import KubeClient
 from actors.resources import INSTANCES, PROVIDERS, SECRETS
 from controlplane import create_or_replace, free_port
+from provider import kinds as llm_kinds
 from provider import rbac
 from provider.doctor import diagnose
+from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import build_provider
-from provider.llm import kinds as llm_kinds
-from provider.predictor.translate import INFERENCE_SERVICE
 from tests.integration.hostile_support import fetch
 from tests.integration.test_chart import (
     RBAC_RESOURCES,
@@ -114,7 +114,7 @@ async def test_every_granted_verb_is_used_and_nothing_else(
     kubeconfig = await service_account_kubeconfig(controlplane, kube, namespace, tmp_path, chart=chart, release=release)
     responses: list[tuple[str, str, int]] = []
     client = await KubeClient.connect(str(kubeconfig))
-    client.observers.append(lambda verb, resource, code, seconds: responses.append((verb, resource, code)))
+    client.observe(lambda verb, resource, code, seconds: responses.append((verb, resource, code)))
     provider, shared = build_provider(deployment_env(docs, namespace), client)
     metrics = free_port()
     endpoints = Endpoints(

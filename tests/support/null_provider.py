@@ -29,6 +29,10 @@ class NullProvider:
     cleanups: list[str] = field(default_factory=list)
     ready: bool = True
 
+    @property
+    def annotation_domain(self) -> str:
+        return f"{self.name}.openeverest.io"
+
     def owned_resources(self) -> Sequence[Resource]:
         return (CONFIGMAPS,)
 

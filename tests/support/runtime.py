@@ -30,7 +30,7 @@ async def running_manager(
     the provider's shared actors (e.g. `build_provider(env, client)`) so both talk through it."""
     client = client or await KubeClient.connect(str(controlplane.kubeconfig))
     requests: Counter[str] = Counter()
-    client.observers.append(lambda verb, resource, code, seconds: requests.update([verb]))
+    client.observe(lambda verb, resource, code, seconds: requests.update([verb]))
     options.setdefault("endpoints", Endpoints(metrics_port=None, health_port=None, validation_port=None))
     opts = ManagerOptions(namespaces=[namespace], **options)
     manager = Manager(client, provider, options=opts, shared=shared)

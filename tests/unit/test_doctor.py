@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.resources import INSTANCES, PROVIDERS
+from provider import kinds
 from provider.doctor import (
     CLUSTER_SCOPED,
     Row,
@@ -22,10 +23,8 @@ from provider.doctor import (
     scoped_checks,
     summary,
 )
-from provider.gateway_actor import GATEWAYS
+from provider.kinds import GATEWAYS, INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.llm import kinds
-from provider.predictor.translate import INFERENCE_SERVICE
 from provider.rbac import RULES, AccessCheck, Rule, access_checks
 from provider.settings import ProviderSettings
 

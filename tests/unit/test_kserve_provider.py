@@ -10,12 +10,12 @@ import pytest
 
 from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
 from actors.kube import ApiError, KubeClient
-from actors.shared import SharedActors
+from actors.shared import wake_nobody
+from provider import kinds
 from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor
 from provider.gateway_actor import AIGatewayActor
 from provider.instance import Instance
 from provider.kserve import KServeProvider, build_provider, node_addresses
-from provider.llm import kinds
 from provider.llm.handler import LlmTopology
 from provider.pod_security import PodPolicy
 from provider.settings import ProviderSettings
@@ -78,12 +78,11 @@ def ctx(
     *,
     client: Any = None,
     available: frozenset[Resource] | None = None,
-    observed: dict[tuple[str, str], KubeObject] | None = None,
+    observed: dict[tuple[Resource, str], KubeObject] | None = None,
 ) -> ReconcileContext:
     return ReconcileContext(
         instance=obj,
         client=cast(KubeClient, client or FakeClient()),  # a stand-in: the provider only lists Nodes
-        shared=SharedActors(),
         available=frozenset(kinds.OWNED) if available is None else available,
         observed=observed or {},
     )
@@ -201,8 +200,8 @@ async def test_validate_uses_the_catalog_source() -> None:
     )
 
 
-async def test_async_catalog_source() -> None:
-    async def source() -> Catalogs:
+async def test_catalog_snapshot_source() -> None:
+    def source() -> Catalogs:
         return Catalogs(lora_adapters=(LoraAdapter("x", "x", "hf://o/x"),))
 
     await provider(catalogs=source).validate(ctx(instance_dict(topology_type="predictor")))
@@ -239,7 +238,7 @@ async def test_status_lists_nodes_only_for_node_ports() -> None:
     obj = instance_dict(topology_type="predictor")
     await kserve.status(ctx(obj, client=client))
     assert client.calls == []
-    node_port = {("Service", "chat-external"): {"kind": "Service", "spec": {"type": "NodePort"}}}
+    node_port = {(kinds.SERVICE, "chat-external"): {"kind": "Service", "spec": {"type": "NodePort"}}}
     await kserve.status(ctx(obj, client=client, observed=node_port))
     assert client.calls == [kinds.NODE]
     assert fake.seen[1].node_addresses == ["1.2.3.4", "10.0.0.1", "10.0.0.2"]
@@ -249,13 +248,13 @@ async def test_node_listing_errors_leave_no_addresses() -> None:
     client = FakeClient(error=ApiError(403, "Forbidden", "nodes is forbidden", {}))
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
-    observed = {("Service", "x"): {"kind": "Service", "spec": {"type": "NodePort"}}}
+    observed = {(kinds.SERVICE, "x"): {"kind": "Service", "spec": {"type": "NodePort"}}}
     await kserve.status(ctx(instance_dict(topology_type="predictor"), client=client, observed=observed))
     assert fake.seen[0].node_addresses == []
 
 
 async def test_status_passes_the_gateway_address() -> None:
-    async def address() -> str | None:
+    def address() -> str | None:
         return "http://203.0.113.50"
 
     fake = FakeTopology()
@@ -298,8 +297,8 @@ async def test_build_provider_asks_the_shared_actors() -> None:
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             for actor in (shared.get(ModelCatalogActor), shared.get(LoraCatalogActor), shared.get(AIGatewayActor)):
-                tg.start_soon(actor.run)
-            assert (await kserve.catalogs()).adapter("sql") is not None
+                tg.start_soon(actor.run, wake_nobody)
+            assert kserve.catalogs().adapter("sql") is not None
             assert kserve._gateway_base_url is not None
-            assert await kserve._gateway_base_url() is None  # no Gateway address seen yet
+            assert kserve._gateway_base_url() is None  # no Gateway address seen yet
             tg.cancel_scope.cancel()

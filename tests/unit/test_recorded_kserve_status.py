@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
+from provider import kinds
 from provider.instance import Instance
 from provider.llm.handler import LlmTopology
 from provider.llm.status import CONFIG_FAILURES
@@ -42,7 +43,8 @@ def report(name: str, kserve: KubeObject | None = None, phase: Phase | None = No
         instance = {**instance, "status": {"phase": phase.value}}
     obj = kserve or recorded
     topology = LlmTopology(ProviderSettings()) if obj["kind"] == "LLMInferenceService" else PredictorTopology()
-    observed = {(obj["kind"], obj["metadata"]["name"]): obj}
+    resource = kinds.LLM_INFERENCE_SERVICE if obj["kind"] == "LLMInferenceService" else kinds.INFERENCE_SERVICE
+    observed = {(resource, obj["metadata"]["name"]): obj}
     return topology.status(Instance.model_validate(instance), observed, StatusInputs())
 
 

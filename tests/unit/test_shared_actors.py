@@ -6,14 +6,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
 
 from actors.interface import KubeObject
-from actors.shared import SharedActors
 from provider.catalog import CatalogError
-from provider.catalog_actor import Get, LoraCatalogActor, ModelCatalogActor, _Reload, parse_model_catalog
-from provider.gateway_actor import AIGatewayActor, BaseURL, _Addresses, gateway_base_url, uses_ai_gateway
+from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor, parse_model_catalog
+from provider.gateway_actor import AIGatewayActor, gateway_base_url, uses_ai_gateway
 from provider.settings import ProviderSettings
 from provider.topology import CatalogModel, LoraAdapter
 
@@ -65,7 +63,7 @@ def test_model_catalog_parsing_rules() -> None:
         parse_model_catalog("[")
 
 
-async def test_catalog_file_change_reloads_and_wakes_only_its_users(tmp_path: Path) -> None:
+def test_catalog_file_change_reloads_and_wakes_only_its_users(tmp_path: Path) -> None:
     woken: list[KubeObject] = []
     instances = [
         _llm(),
@@ -77,36 +75,28 @@ async def test_catalog_file_change_reloads_and_wakes_only_its_users(tmp_path: Pa
         woken.extend(matched)
         return len(matched)
 
-    shared = SharedActors(wake=wake)
     file = tmp_path / "lora.json"
     file.write_text(json.dumps([{"label": "SQL", "name": "sql", "uri": "hf://a/sql"}]))
-    actor = LoraCatalogActor(shared, str(file), "")
-    shared.register(actor)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(actor.run)
-        assert await actor.ask(Get()) == (LoraAdapter("SQL", "sql", "hf://a/sql"),)
-        actor.tell(_Reload())  # unchanged file: nobody woken
-        assert await actor.ask(Get()) == (LoraAdapter("SQL", "sql", "hf://a/sql"),)
-        assert woken == []
-        file.write_text(json.dumps([{"label": "SQL v2", "name": "sql", "uri": "hf://a/sql2"}]))
-        actor.tell(_Reload())
-        assert await actor.ask(Get()) == (LoraAdapter("SQL v2", "sql", "hf://a/sql2"),)
-        assert woken == [instances[1]]
-        file.write_text("not json")  # a broken update keeps the last good catalog
-        actor.tell(_Reload())
-        assert await actor.ask(Get()) == (LoraAdapter("SQL v2", "sql", "hf://a/sql2"),)
-        tg.cancel_scope.cancel()
+    actor = LoraCatalogActor(str(file), "")
+    assert actor.entries == (LoraAdapter("SQL", "sql", "hf://a/sql"),)
+    actor.reload(wake)  # unchanged file: nobody woken
+    assert actor.entries == (LoraAdapter("SQL", "sql", "hf://a/sql"),)
+    assert woken == []
+    file.write_text(json.dumps([{"label": "SQL v2", "name": "sql", "uri": "hf://a/sql2"}]))
+    actor.reload(wake)
+    assert actor.entries == (LoraAdapter("SQL v2", "sql", "hf://a/sql2"),)
+    assert woken == [instances[1]]
+    file.write_text("not json")  # a broken update keeps the last good catalog
+    actor.reload(wake)
+    assert actor.entries == (LoraAdapter("SQL v2", "sql", "hf://a/sql2"),)
 
 
-async def test_model_catalog_from_inline_env_text() -> None:
-    actor = ModelCatalogActor(SharedActors(), None, '[{"label": "Q", "uri": "hf://q/q"}]')
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(actor.run)
-        assert await actor.ask(Get()) == (CatalogModel("Q", "hf://q/q", False),)
-        tg.cancel_scope.cancel()
+def test_model_catalog_from_inline_env_text() -> None:
+    actor = ModelCatalogActor(None, '[{"label": "Q", "uri": "hf://q/q"}]')
+    assert actor.entries == (CatalogModel("Q", "hf://q/q", False),)
 
 
-async def test_gateway_actor_publishes_address_changes_to_opted_in_instances() -> None:
+def test_gateway_actor_publishes_address_changes_to_opted_in_instances() -> None:
     woken: list[int] = []
     instances = [_llm(externalAccess="EnvoyAIGateway"), _llm(externalAccess="ClusterIP")]
 
@@ -116,13 +106,10 @@ async def test_gateway_actor_publishes_address_changes_to_opted_in_instances() -
         return count
 
     settings = ProviderSettings(ai_gateway_enabled=True, ai_gateway_name="gw", ai_gateway_namespace="sys")
-    actor = AIGatewayActor(None, settings, SharedActors(wake=wake))  # type: ignore[arg-type]
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(actor.run)
-        assert await actor.ask(BaseURL()) is None
-        actor.tell(_Addresses(("203.0.113.9",)))
-        assert await actor.ask(BaseURL()) == "http://203.0.113.9"
-        actor.tell(_Addresses(("203.0.113.9",)))  # same address: no second wake
-        assert await actor.ask(BaseURL()) == "http://203.0.113.9"
-        tg.cancel_scope.cancel()
+    actor = AIGatewayActor(None, settings)  # type: ignore[arg-type]
+    assert actor.base_url is None
+    actor.publish(("203.0.113.9",), wake)
+    assert actor.base_url == "http://203.0.113.9"
+    actor.publish(("203.0.113.9",), wake)  # same address: no second wake
+    assert actor.base_url == "http://203.0.113.9"
     assert woken == [1]

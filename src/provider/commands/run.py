@@ -14,11 +14,11 @@ from actors.endpoints import Endpoints
 from actors.kube import KubeClient
 from actors.limits import InstanceLimits
 from actors.logs import configure_logging
-from actors.manager import Manager, ManagerOptions
+from actors.manager import Manager, ManagerOptions, StartupFailed
+from actors.metrics import RuntimeMetrics
 from actors.tracing import configure_tracing
 from provider.commands import add_connection_arguments
-
-PROVIDER_NAME = "provider-kserve"
+from provider.names import PROVIDER_NAME as PROVIDER_NAME  # the one definition, re-exported
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +27,6 @@ def register(subparsers: Any) -> None:
     add_connection_arguments(parser)
     # The runtime's own defaults, so the flags and ManagerOptions cannot drift apart.
     defaults = ManagerOptions()
-    served = defaults.endpoints
     limits = defaults.limits
     parser.add_argument(
         "--namespace",
@@ -36,6 +35,45 @@ def register(subparsers: Any) -> None:
         default=[],
         help="watch only this namespace (repeatable); default: all namespaces",
     )
+    _add_server_arguments(parser, defaults)
+    parser.add_argument(
+        "--max-instance-spec-bytes", type=int, default=limits.max_spec_bytes, help="largest Instance spec (JSON bytes)"
+    )
+    parser.add_argument(
+        "--max-instance-spec-depth", type=int, default=limits.max_spec_depth, help="deepest nesting in an Instance spec"
+    )
+    parser.add_argument(
+        "--max-concurrent", type=int, default=defaults.max_concurrent, help="global cap on concurrent reconciles"
+    )
+    parser.add_argument("--qps", type=float, default=defaults.qps, help="retry token bucket rate")
+    parser.add_argument("--burst", type=int, default=defaults.burst, help="retry token bucket burst")
+    parser.add_argument("--backoff-base", type=float, default=defaults.backoff_base, help="first retry delay (s)")
+    parser.add_argument("--backoff-cap", type=float, default=defaults.backoff_cap, help="longest retry delay (s)")
+    parser.add_argument(
+        "--idle-timeout", type=float, default=defaults.idle_timeout, help="seconds before an idle actor exits"
+    )
+    parser.add_argument(
+        "--resync-period", type=float, default=defaults.resync_period, help="seconds between full resyncs"
+    )
+    parser.add_argument(
+        "--poll-not-ready", type=float, default=0, help="status poll while not Ready (s); 0: none, watch events only"
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=in_cluster,
+        help="elect a leader through a Lease (default: on in-cluster)",
+    )
+    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    parser.add_argument("--lease-name", default=f"{PROVIDER_NAME}-leader")
+    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
+    parser.add_argument("--log-format", choices=("json", "console"), default="json")
+    parser.set_defaults(func=main)
+
+
+def _add_server_arguments(parser: argparse.ArgumentParser, defaults: ManagerOptions) -> None:
+    """The probes, /metrics and /validate: ports, addresses, authorization, TLS."""
+    served = defaults.endpoints
     parser.add_argument("--metrics-port", type=int, default=served.metrics_port, help="0 turns /metrics off")
     parser.add_argument("--health-port", type=int, default=served.health_port, help="0 turns the probes off")
     parser.add_argument("--validation-port", type=int, default=served.validation_port, help="0 turns /validate off")
@@ -58,39 +96,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--tls-cert-dir", default=served.tls_cert_dir, help="tls.crt and tls.key of the protected servers"
     )
-    parser.add_argument(
-        "--max-instance-spec-bytes", type=int, default=limits.max_spec_bytes, help="largest Instance spec (JSON bytes)"
-    )
-    parser.add_argument(
-        "--max-instance-spec-depth", type=int, default=limits.max_spec_depth, help="deepest nesting in an Instance spec"
-    )
-    parser.add_argument(
-        "--max-concurrent", type=int, default=defaults.max_concurrent, help="global cap on concurrent reconciles"
-    )
-    parser.add_argument("--qps", type=float, default=defaults.qps, help="retry token bucket rate")
-    parser.add_argument("--burst", type=int, default=defaults.burst, help="retry token bucket burst")
-    parser.add_argument("--backoff-base", type=float, default=defaults.backoff_base, help="first retry delay (s)")
-    parser.add_argument("--backoff-cap", type=float, default=defaults.backoff_cap, help="longest retry delay (s)")
-    parser.add_argument(
-        "--idle-timeout", type=float, default=defaults.idle_timeout, help="seconds before an idle actor exits"
-    )
-    parser.add_argument(
-        "--resync-period", type=float, default=defaults.resync_period, help="seconds between full resyncs"
-    )
-    parser.add_argument(
-        "--poll-not-ready", type=float, default=defaults.poll_not_ready, help="status poll while not Ready (s)"
-    )
-    parser.add_argument(
-        "--leader-elect",
-        action=argparse.BooleanOptionalAction,
-        default=in_cluster,
-        help="elect a leader through a Lease (default: on in-cluster)",
-    )
-    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
-    parser.add_argument("--lease-name", default=f"{PROVIDER_NAME}-leader")
-    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
-    parser.add_argument("--log-format", choices=("json", "console"), default="json")
-    parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -100,14 +105,37 @@ def main(args: argparse.Namespace) -> int:
         anyio.run(_run, args)
     except KeyboardInterrupt:
         return 0
+    except BaseExceptionGroup as group:
+        failed = _leaves(group, StartupFailed)
+        if not failed:
+            raise
+        structlog.get_logger("provider.run").error("start-up failed", reason=str(failed[0]))
+        return 1
     return 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException], kind: type[Exception]) -> list[BaseException]:
+    """The exceptions of `kind` in a (nested) exception group, as anyio's task groups raise them."""
+    matched = group.subgroup(kind)
+    out: list[BaseException] = []
+    stack: list[BaseException] = [matched] if matched is not None else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BaseExceptionGroup):
+            stack.extend(item.exceptions)
+        else:
+            out.append(item)
+    return out
 
 
 async def _run(args: argparse.Namespace) -> None:
     from provider.kserve import build_provider
 
     log = structlog.get_logger("provider.run")
-    client = await KubeClient.connect(args.kubeconfig, args.context)
+    metrics = RuntimeMetrics()
+    client = await KubeClient.connect(
+        args.kubeconfig, args.context, user_agent=PROVIDER_NAME, observers=[metrics.observe_request]
+    )
     provider, shared = build_provider(os.environ, client=client)
     options = ManagerOptions(
         namespaces=args.namespaces,
@@ -118,7 +146,7 @@ async def _run(args: argparse.Namespace) -> None:
         backoff_cap=args.backoff_cap,
         idle_timeout=args.idle_timeout,
         resync_period=args.resync_period,
-        poll_not_ready=args.poll_not_ready,
+        poll_not_ready=args.poll_not_ready or None,
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
@@ -134,7 +162,7 @@ async def _run(args: argparse.Namespace) -> None:
             tls_cert_dir=args.tls_cert_dir,
         ),
     )
-    manager = Manager(client, provider, options=options, shared=shared)
+    manager = Manager(client, provider, options=options, shared=shared, metrics=metrics)
     log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect)
     async with client, anyio.create_task_group() as tg:
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from actors.interface import KubeObject
+from actors.interface import KubeObject, Resource
 from provider import bounded_yaml, names
-from provider.llm.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG
+from provider.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG
 from provider.llm.quote import quote
 
 # Top-level LLMInferenceServiceSpec fields (serving.kserve.io_llminferenceserviceconfigs.yaml,
@@ -105,7 +105,7 @@ def pod_specs(body: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str
 
 
 def config_still_in_use(
-    desired: Sequence[KubeObject], live: Callable[[str, str], KubeObject | None]
+    desired: Sequence[KubeObject], live: Callable[[Resource, str], KubeObject | None]
 ) -> KubeObject | None:
     """The Instance's `<name>-config`, kept while KServe still uses it although `desired` dropped it.
 
@@ -122,8 +122,8 @@ def config_still_in_use(
     config = names.config_name(name)
     if any(o["kind"] == LLM_INFERENCE_SERVICE_CONFIG.kind and o["metadata"]["name"] == config for o in desired):
         return None
-    current = live(LLM_INFERENCE_SERVICE_CONFIG.kind, config)
-    served = live(LLM_INFERENCE_SERVICE.kind, name)
+    current = live(LLM_INFERENCE_SERVICE_CONFIG, config)
+    served = live(LLM_INFERENCE_SERVICE, name)
     if current is None or served is None or (current.get("metadata") or {}).get("deletionTimestamp"):
         return None
     applied = ((served.get("status") or {}).get("appliedConfigs")) or []
@@ -141,12 +141,12 @@ KSERVE_CONFIG_FINALIZER: Final = "serving.kserve.io/llmisvcconfig-finalizer"
 RELEASE_ANNOTATION: Final = "provider-kserve.openeverest.io/released-at"
 
 
-def held_config(instance_name: str, live: Callable[[str, str], KubeObject | None]) -> KubeObject | None:
+def held_config(instance_name: str, live: Callable[[Resource, str], KubeObject | None]) -> KubeObject | None:
     """The Instance's `<name>-config` when it is being deleted, KServe's finalizer holds it, and no
     LLMInferenceService of the Instance uses it any more: KServe 0.20 can miss that moment (its
     config controller looks again only when a service naming the config in spec.baseRefs changes,
     and races its own status updates), so the provider touches the config to make it look."""
-    config = live(LLM_INFERENCE_SERVICE_CONFIG.kind, names.config_name(instance_name))
+    config = live(LLM_INFERENCE_SERVICE_CONFIG, names.config_name(instance_name))
     meta = (config or {}).get("metadata") or {}
     if (
         config is None
@@ -154,7 +154,7 @@ def held_config(instance_name: str, live: Callable[[str, str], KubeObject | None
         or KSERVE_CONFIG_FINALIZER not in (meta.get("finalizers") or [])
     ):
         return None
-    served = live(LLM_INFERENCE_SERVICE.kind, instance_name)
+    served = live(LLM_INFERENCE_SERVICE, instance_name)
     if served is not None:
         refs = {r.get("name") for r in (served.get("spec") or {}).get("baseRefs") or []}
         refs |= {a.get("name") for a in (served.get("status") or {}).get("appliedConfigs") or []}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from actors.interface import KubeObject
-from provider import names
+from provider import kinds, names
 from provider.llm.inputs import LlmInputs
 
 SERVING_PORT: Final = 8000
@@ -44,4 +44,4 @@ def external_service(inputs: LlmInputs) -> KubeObject | None:
     }
     if kind == "LoadBalancer" and inputs.source_ranges:
         spec["loadBalancerSourceRanges"] = list(inputs.source_ranges)
-    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+    return {"apiVersion": kinds.SERVICE.api_version, "kind": kinds.SERVICE.kind, "metadata": metadata, "spec": spec}

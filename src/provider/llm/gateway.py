@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from actors.interface import KubeObject
-from provider import names
+from provider import kinds, names
 from provider.llm.inputs import LlmInputs
 from provider.settings import ProviderSettings
 
@@ -57,8 +57,8 @@ def ai_gateway_route(inputs: LlmInputs, settings: ProviderSettings) -> KubeObjec
         "timeouts": {"request": REQUEST_TIMEOUT},
     }
     return {
-        "apiVersion": "aigateway.envoyproxy.io/v1beta1",
-        "kind": "AIGatewayRoute",
+        "apiVersion": kinds.AI_GATEWAY_ROUTE.api_version,
+        "kind": kinds.AI_GATEWAY_ROUTE.kind,
         "metadata": {"name": names.ai_gateway_route_name(inputs.name)},
         "spec": {
             "parentRefs": [
@@ -89,8 +89,8 @@ def token_limit_policy(inputs: LlmInputs, settings: ProviderSettings) -> KubeObj
     tokens = inputs.topology.token_limit_per_hour or DEFAULT_TOKENS_PER_HOUR
     rules = [_token_limit_rule(model, tokens) for model in routed_models(inputs)]
     return {
-        "apiVersion": "gateway.envoyproxy.io/v1alpha1",
-        "kind": "BackendTrafficPolicy",
+        "apiVersion": kinds.BACKEND_TRAFFIC_POLICY.api_version,
+        "kind": kinds.BACKEND_TRAFFIC_POLICY.kind,
         "metadata": {"name": names.token_limit_name(inputs.name)},
         "spec": {
             "targetRefs": [

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from actors.interface import KubeObject, Phase, Resource, StatusReport, ValidationFailed
+from provider import kinds
 from provider.instance import Instance
-from provider.llm import kinds
 from provider.llm.exposure import external_service
 from provider.llm.gateway import gateway_objects
 from provider.llm.monitoring import pod_monitor
 from provider.llm.serviceaccount import model_puller
-from provider.llm.status import REQUEUE_FAILED, llm_status
+from provider.llm.status import llm_status
 from provider.llm.validation import read_llm, validate_llm
 from provider.llm.workload import llm_config, llm_inference_service
 from provider.pod_security import PodPolicy
@@ -62,6 +62,6 @@ class LlmTopology:
             llm = read_llm(instance, self.settings)
         except ValidationFailed as exc:
             # Validation runs first, so this means the chart settings changed under the Instance.
-            return StatusReport(Phase.FAILED, exc.message, requeue_after=REQUEUE_FAILED)
+            return StatusReport(Phase.FAILED, exc.message)
         was_ready = instance.status.get("phase") == Phase.READY.value
         return llm_status(llm, self.settings, observed, inputs, was_ready=was_ready)

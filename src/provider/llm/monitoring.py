@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from actors.interface import KubeObject
-from provider import names
+from provider import kinds, names
 from provider.llm.exposure import SERVING_PORT, workload_selector
 from provider.llm.inputs import LlmInputs
 from provider.settings import ProviderSettings
@@ -27,8 +27,8 @@ def pod_monitor(inputs: LlmInputs, settings: ProviderSettings) -> KubeObject | N
     if not metrics_wanted(inputs, settings):
         return None
     return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PodMonitor",
+        "apiVersion": kinds.POD_MONITOR.api_version,
+        "kind": kinds.POD_MONITOR.kind,
         "metadata": {"name": names.metrics_name(inputs.name)},
         "spec": {
             "selector": {"matchLabels": workload_selector(inputs.name)},

@@ -10,7 +10,7 @@ rather than silently ignored.
 from __future__ import annotations
 
 from actors.interface import KubeObject
-from provider import names
+from provider import kinds, names
 from provider.llm.inputs import LlmInputs
 from provider.settings import ProviderSettings
 
@@ -28,8 +28,8 @@ def model_puller(inputs: LlmInputs, settings: ProviderSettings) -> KubeObject | 
     if not hf_token_attached(inputs, settings):
         return None
     return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
+        "apiVersion": kinds.SERVICE_ACCOUNT.api_version,
+        "kind": kinds.SERVICE_ACCOUNT.kind,
         "metadata": {"name": names.model_puller_name(inputs.name)},
         "secrets": [{"name": settings.hf_token_secret_name}],
     }

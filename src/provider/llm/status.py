@@ -43,10 +43,10 @@ from dataclasses import replace
 from typing import Final
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
-from provider import kserve_conditions, names
+from provider import kinds, kserve_conditions, names
 from provider.connection import url_details
 from provider.kserve_conditions import passthrough_conditions
-from provider.llm import connection, kinds
+from provider.llm import connection
 from provider.llm.gateway import route_state, token_limit_enforced
 from provider.llm.inputs import LlmInputs
 from provider.llm.monitoring import metrics_wanted
@@ -54,11 +54,8 @@ from provider.llm.serviceaccount import hf_token_attached, hf_token_blocked
 from provider.settings import ProviderSettings
 from provider.topology import Observed, StatusInputs
 
-# The LLMInferenceService and the other derived objects are watched, so KServe's progress arrives
-# as events; this poll is only a safety net for inputs that are not (node addresses for NodePort).
-# Kept long because at thousands of not-yet-Ready Instances every poll is a reconcile.
-REQUEUE_NOT_READY: Final = 60.0
-REQUEUE_FAILED: Final = 60.0
+# No status poll: the LLMInferenceService and the other derived objects are watched, so KServe's
+# progress arrives as events (the manager's periodic resync is the safety net).
 
 WAITING_LLMISVC: Final = "Waiting for LLMInferenceService"
 CREATING: Final = "LLMInferenceService is being created"
@@ -225,8 +222,8 @@ def _gateway_status(
             "(install the provider chart with aiGateway.enabled)"
         )
         conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "CRDNotInstalled", message))
-        return _report(Phase.PROVISIONING, message, conditions, requeue=REQUEUE_NOT_READY)
-    accepted, why = route_state(observed.get(("AIGatewayRoute", route_name)))
+        return _report(Phase.PROVISIONING, message, conditions)
+    accepted, why = route_state(observed.get((kinds.AI_GATEWAY_ROUTE, route_name)))
     ready = kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready"))
     if accepted:
         note = f"Envoy AI Gateway accepted route {route_name}"
@@ -241,13 +238,13 @@ def _gateway_status(
     else:
         conditions.append(Condition(AI_GATEWAY_ROUTE, "False", "NotAccepted", why))
     if not ready:
-        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions)
     if not accepted:
-        return _report(Phase.PROVISIONING, why, conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, why, conditions)
     base_url = status_inputs.gateway_base_url
     details = connection.gateway_details(base_url) if base_url else None
     if details is None:
-        return _report(Phase.PROVISIONING, WAITING_GATEWAY_ADDRESS, conditions, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, WAITING_GATEWAY_ADDRESS, conditions)
     return _report(Phase.READY, "", conditions, details)
 
 
@@ -257,7 +254,7 @@ def _external_status(
     """LoadBalancer/NodePort: that endpoint once assigned, else in-cluster details plus the wait."""
     kind = inputs.external_service_type
     service_name = names.external_service_name(inputs.name)
-    service = observed.get(("Service", service_name))
+    service = observed.get((kinds.SERVICE, service_name))
     if kind == "LoadBalancer":
         details = connection.load_balancer_details(service)
         waiting = f"Waiting for the load balancer to assign an address to Service {service_name}"
@@ -269,7 +266,7 @@ def _external_status(
         return _report(Phase.READY, "", conditions, details)
     in_cluster = connection.in_cluster_details(llmisvc, inputs.name, inputs.namespace)
     conditions.append(Condition(EXTERNAL_ACCESS, "False", f"{kind}Pending", f"{waiting}; in-cluster: {in_cluster.uri}"))
-    return _report(Phase.READY, "", conditions, in_cluster, requeue=REQUEUE_NOT_READY)
+    return _report(Phase.READY, "", conditions, in_cluster)
 
 
 def llm_status(
@@ -288,15 +285,15 @@ def llm_status(
             "(the provider chart ships them in crds/: run `make vendor-kserve-crds` before packaging it, "
             "or install KServe's CRD charts)"
         )
-        return _report(Phase.FAILED, message, own, requeue=REQUEUE_FAILED)
-    llmisvc = observed.get(("LLMInferenceService", inputs.name))
+        return _report(Phase.FAILED, message, own)
+    llmisvc = observed.get((kinds.LLM_INFERENCE_SERVICE, inputs.name))
     if llmisvc is None:
-        return _report(Phase.PROVISIONING, WAITING_LLMISVC, own, requeue=REQUEUE_NOT_READY)
+        return _report(Phase.PROVISIONING, WAITING_LLMISVC, own)
     conditions = [*passthrough_conditions(llmisvc), *own]
 
     report = _observed_status(inputs, llmisvc, observed, status_inputs, conditions, was_ready=was_ready)
     return kserve_conditions.through_reconcile(
-        llmisvc, "LLMInferenceService", report, conditions, was_ready=was_ready, requeue=REQUEUE_NOT_READY
+        llmisvc, "LLMInferenceService", report, conditions, was_ready=was_ready
     )
 
 
@@ -325,15 +322,15 @@ def _observed_status(
     """What KServe's status says of the generation it last observed."""
     if (failure := config_failure(llmisvc)) is not None:
         # Still polled: installing the preset or creating the baseRef heals it without an edit.
-        return _report(Phase.FAILED, failure, conditions, requeue=REQUEUE_FAILED)
+        return _report(Phase.FAILED, failure, conditions)
     if inputs.uses_ai_gateway:
         return _gateway_status(inputs, llmisvc, observed, status_inputs, conditions)
     if not kserve_conditions.is_true(kserve_conditions.condition(llmisvc, "Ready")):
         # A Ready Instance stays Ready while its workload serves: the first Ready is KServe's.
         if was_ready and (serving := serving_while_reconciling(llmisvc)) is not None:
             report = _serving_status(inputs, llmisvc, observed, status_inputs, conditions)
-            return replace(report, message=serving, requeue_after=REQUEUE_NOT_READY)
-        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions, requeue=REQUEUE_NOT_READY)
+            return replace(report, message=serving)
+        return _report(Phase.PROVISIONING, _ready_message(llmisvc), conditions)
     return _serving_status(inputs, llmisvc, observed, status_inputs, conditions)
 
 

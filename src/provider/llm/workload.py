@@ -20,12 +20,11 @@ from typing import Any, Final
 
 from actors.interface import KubeObject
 from actors.ownership import LABEL_PROVIDER
-from provider import names
+from provider import kinds, names
 from provider.llm.inputs import COMPONENT, LlmInputs
 from provider.llm.serviceaccount import hf_token_attached
 from provider.settings import ProviderSettings
 
-API_VERSION: Final = "serving.kserve.io/v1alpha2"
 MAIN_CONTAINER: Final = "main"
 
 CPU_PRESET: Final = "kserve-config-llm-cpu"
@@ -173,7 +172,12 @@ def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> Kube
     annotations = {key: value for key, value in versions if value}
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": API_VERSION, "kind": "LLMInferenceService", "metadata": metadata, "spec": spec}
+    return {
+        "apiVersion": kinds.LLM_INFERENCE_SERVICE.api_version,
+        "kind": kinds.LLM_INFERENCE_SERVICE.kind,
+        "metadata": metadata,
+        "spec": spec,
+    }
 
 
 def llm_config(inputs: LlmInputs) -> KubeObject | None:
@@ -182,8 +186,8 @@ def llm_config(inputs: LlmInputs) -> KubeObject | None:
     if body is None:
         return None
     return {
-        "apiVersion": API_VERSION,
-        "kind": "LLMInferenceServiceConfig",
+        "apiVersion": kinds.LLM_INFERENCE_SERVICE_CONFIG.api_version,
+        "kind": kinds.LLM_INFERENCE_SERVICE_CONFIG.kind,
         "metadata": {"name": names.config_name(inputs.name)},
         "spec": body,
     }

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from actors.interface import KubeObject, Phase, Resource, StatusReport
 from provider.instance import Instance
+from provider.kinds import INFERENCE_SERVICE
 from provider.pod_security import PodPolicy
 from provider.predictor.status import predictor_status
-from provider.predictor.translate import INFERENCE_SERVICE, inference_service
+from provider.predictor.translate import inference_service
 from provider.predictor.validation import validate_predictor
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs, Observed, StatusInputs
@@ -44,5 +45,5 @@ class PredictorTopology:
         return [inference_service(instance, validate_predictor(instance))]
 
     def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
-        isvc = observed.get((INFERENCE_SERVICE.kind, instance.metadata.name))
+        isvc = observed.get((INFERENCE_SERVICE, instance.metadata.name))
         return predictor_status(isvc, was_ready=instance.status.get("phase") == Phase.READY.value)

@@ -37,8 +37,8 @@ from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, St
 from provider.connection import url_details
 from provider.kserve_conditions import passthrough_conditions, through_reconcile
 
-# The InferenceService is watched, so KServe's progress arrives as events; this poll is a safety net.
-REQUEUE_SECONDS: Final = 60.0
+# No status poll: the InferenceService is watched, so KServe's progress arrives as events (the
+# manager's periodic resync is the safety net).
 
 WAITING_MESSAGE: Final = "Waiting for InferenceService"
 CREATING_MESSAGE: Final = "InferenceService is being created"
@@ -151,11 +151,11 @@ def predictor_status(isvc: KubeObject | None, *, was_ready: bool = False) -> Sta
     """`was_ready`: the Instance's current phase is Ready (a scale-up or an edit does not take it
     back while the previous generation serves)."""
     if isvc is None:
-        return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE, requeue_after=REQUEUE_SECONDS)
+        return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE)
     conditions = passthrough_conditions(isvc)
     report = _observed_status(isvc, conditions, was_ready)
     return through_reconcile(
-        isvc, "InferenceService", report, conditions, was_ready=was_ready, requeue=REQUEUE_SECONDS
+        isvc, "InferenceService", report, conditions, was_ready=was_ready
     )
 
 
@@ -168,9 +168,9 @@ def _observed_status(isvc: KubeObject, conditions: list[Condition], was_ready: b
     if was_ready and (scaling := serving_while_scaling(isvc)) is not None:
         url = _address(isvc)
         details = connection_details(url) if url else None
-        return StatusReport(Phase.READY, scaling, conditions, details, requeue_after=REQUEUE_SECONDS)
+        return StatusReport(Phase.READY, scaling, conditions, details)
     failure = model_failure(isvc)
     if failure is not None:
         # Still polled: installing the runtime (or the model appearing) heals it without an edit.
-        return StatusReport(Phase.FAILED, failure, conditions, requeue_after=REQUEUE_SECONDS)
-    return StatusReport(Phase.PROVISIONING, _progress_message(isvc), conditions, requeue_after=REQUEUE_SECONDS)
+        return StatusReport(Phase.FAILED, failure, conditions)
+    return StatusReport(Phase.PROVISIONING, _progress_message(isvc), conditions)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject
 from provider.instance import Instance
+from provider.kinds import INFERENCE_SERVICE
 from provider.predictor.validation import COMPONENT, PredictorInputs
-
-INFERENCE_SERVICE: Final = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")
 
 # Standard (formerly RawDeployment): a plain Deployment + Service + HPA, no Knative. Set
 # explicitly because KServe's own default (inferenceservice-config) may be Knative, and KServe

@@ -1,9 +1,9 @@
-"""The actor system in-process: coalescing, exclusivity per key, isolation, backoff, idle exit, parking."""
+"""The actor system in-process, on a fake clock: coalescing, exclusivity per key, isolation, backoff,
+idle exit, parking. No test sleeps on the wall clock; time moves when the test moves it."""
 
 from __future__ import annotations
 
 import itertools
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,18 +12,16 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from actors import actor as actor_module
-from actors.actor import ActorSystem, Outcome
+from actors.actor import Action, ActorSystem
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
-from tests.support.runtime import until
+from tests.support.clock import FakeClock
 
 
 @asynccontextmanager
 async def system_running(system: ActorSystem) -> AsyncIterator[None]:
     """The system's run loop in the background for the block; stopped when the block ends."""
     async with anyio.create_task_group() as tg:
-        tg.start_soon(system.run)
-        await anyio.lowlevel.checkpoint()
+        await tg.start(system.run)
         try:
             yield
         finally:
@@ -31,50 +29,52 @@ async def system_running(system: ActorSystem) -> AsyncIterator[None]:
 
 
 async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None:
+    clock = FakeClock()
     runs: list[str] = []
     release = anyio.Event()
     started = anyio.Event()
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         runs.append(key)
         if len(runs) == 1:
             started.set()
             await release.wait()
-        return Outcome()
+        return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.2)
+    system = ActorSystem(reconcile, idle_timeout=0.2, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
         await started.wait()
         for _ in range(100):
             system.notify("ns/a")
         release.set()
-        await until(lambda: not system.is_live("ns/a"))
+        await clock.until(lambda: not system.is_live("ns/a"))
     assert runs == ["ns/a", "ns/a"]
 
 
 async def test_one_key_is_never_reconciled_concurrently_under_load() -> None:
+    clock = FakeClock()
     running: Counter[str] = Counter()
     overlaps: list[str] = []
     runs: Counter[str] = Counter()
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         running[key] += 1
         if running[key] > 1:
             overlaps.append(key)
         runs[key] += 1
-        await anyio.sleep(0.001)
+        await clock.sleep(0.001)
         running[key] -= 1
-        return Outcome()
+        return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=8, idle_timeout=0.2)
+    system = ActorSystem(reconcile, max_concurrent=8, idle_timeout=0.2, clock=clock)
     async with system_running(system):
         for round_ in range(50):
             for i in range(20):
                 system.notify(f"ns/{i}")
             if round_ % 5 == 0:
-                await anyio.sleep(0.002)
-        await until(lambda: not system.live, timeout=10)
+                await clock.advance(0.002)
+        await clock.until(lambda: not system.live, timeout=10)
     assert overlaps == []
     assert set(runs) == {f"ns/{i}" for i in range(20)}
     # Coalescing: far fewer runs than the 50 events each key received.
@@ -82,22 +82,23 @@ async def test_one_key_is_never_reconciled_concurrently_under_load() -> None:
 
 
 async def test_a_raising_actor_leaves_the_others_running() -> None:
+    clock = FakeClock()
     done: list[str] = []
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         if key == "ns/bad":
             raise RuntimeError("boom")
-        await anyio.sleep(0.01)
+        await clock.sleep(0.01)
         done.append(key)
-        return Outcome()
+        return Action()
 
     limiter = RateLimiter(ExponentialBackoff(base=10.0), TokenBucket())
-    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1)
+    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1, clock=clock)
     async with system_running(system):
         system.notify("ns/bad")
         for i in range(5):
             system.notify(f"ns/good-{i}")
-        await until(lambda: len(done) >= 5)
+        await clock.until(lambda: len(done) >= 5)
         # The failing key waits out its backoff (as an actor, or parked once idle).
         assert system.is_live("ns/bad") or system.parked == 1
         assert limiter.failures("ns/bad") == 1
@@ -106,17 +107,18 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
 
 
 async def test_failure_retries_with_backoff_and_success_resets_it() -> None:
+    clock = FakeClock()
     attempts: list[float] = []
 
-    async def reconcile(key: str) -> Outcome:
-        attempts.append(anyio.current_time())
-        return Outcome(failed=len(attempts) < 4)
+    async def reconcile(key: str) -> Action:
+        attempts.append(clock.now())
+        return Action(failed=len(attempts) < 4)
 
     limiter = RateLimiter(ExponentialBackoff(base=0.02), TokenBucket())
-    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1)
+    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
-        await until(lambda: len(attempts) >= 4 and not system.is_live("ns/a"), step=0.005)
+        await clock.until(lambda: len(attempts) >= 4 and not system.is_live("ns/a"))
     gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert len(attempts) == 4
     assert gaps[0] >= 0.02 and gaps[1] >= 0.04 and gaps[2] >= 0.08
@@ -124,180 +126,196 @@ async def test_failure_retries_with_backoff_and_success_resets_it() -> None:
 
 
 async def test_requeue_after_runs_again_and_idle_actor_exits() -> None:
+    clock = FakeClock()
     runs: list[str] = []
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         runs.append(key)
-        return Outcome(requeue_after=0.05) if len(runs) == 1 else Outcome()
+        return Action(requeue_after=0.05) if len(runs) == 1 else Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.05)
+    system = ActorSystem(reconcile, idle_timeout=0.05, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
-        await until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
+        await clock.until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
         assert system.live == 0
         system.notify("ns/a")  # recreated on demand
-        await until(lambda: len(runs) >= 3)
+        await clock.until(lambda: len(runs) >= 3)
     assert runs == ["ns/a"] * 3
     assert system.stats.started == 2
 
 
 async def test_global_cap_on_concurrent_reconciles() -> None:
+    clock = FakeClock()
     current = 0
     peak = 0
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         nonlocal current, peak
         current += 1
         peak = max(peak, current)
-        await anyio.sleep(0.01)
+        await clock.sleep(0.01)
         current -= 1
-        return Outcome()
+        return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=3, idle_timeout=0.05)
+    system = ActorSystem(reconcile, max_concurrent=3, idle_timeout=0.05, clock=clock)
     async with system_running(system):
         for i in range(30):
             system.notify(f"ns/{i}")
-        await until(lambda: not system.live)
+        await clock.until(lambda: not system.live)
     assert peak == 3
     assert system.stats.runs == 30
 
 
 async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
+    clock = FakeClock()
     runs: list[float] = []
     started = anyio.Event()
 
-    async def reconcile(key: str) -> Outcome:
-        runs.append(anyio.current_time())
+    async def reconcile(key: str) -> Action:
+        runs.append(clock.now())
         started.set()
-        await anyio.sleep(0.02)
-        return Outcome()
+        await clock.sleep(0.02)
+        return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=1.0)
+    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=1.0, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
         await started.wait()
         # Ten edits spread over ~0.2 s, the first one while the first run is under way.
         for _ in range(10):
             system.notify("ns/a")
-            await anyio.sleep(0.02)
-        await until(lambda: not system.is_live("ns/a"))
+            await clock.advance(0.02)
+        await clock.until(lambda: not system.is_live("ns/a"))
     assert len(runs) == 2  # the burst cost one more run, not ten
 
 
 async def test_settling_is_bounded_by_max_settle() -> None:
+    clock = FakeClock()
     runs: list[float] = []
 
-    async def reconcile(key: str) -> Outcome:
-        runs.append(anyio.current_time())
-        return Outcome()
+    async def reconcile(key: str) -> Action:
+        runs.append(clock.now())
+        return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=0.2)
+    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=0.2, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
         # An endless stream of events must not starve the Instance: it runs at least every ~0.2 s.
         for _ in range(60):
             system.notify("ns/a")
-            await anyio.sleep(0.01)
+            await clock.advance(0.01)
     assert len(runs) >= 3
 
 
 async def test_a_run_due_after_the_idle_timeout_is_parked_not_kept_as_an_actor() -> None:
+    clock = FakeClock()
     runs: list[float] = []
 
-    async def reconcile(key: str) -> Outcome:
-        runs.append(time.monotonic())
-        return Outcome(requeue_after=0.3) if len(runs) == 1 else Outcome()
+    async def reconcile(key: str) -> Action:
+        runs.append(clock.now())
+        return Action(requeue_after=0.3) if len(runs) == 1 else Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.05)
+    system = ActorSystem(reconcile, idle_timeout=0.05, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
-        await until(lambda: not system.is_live("ns/a"))
+        await clock.until(lambda: not system.is_live("ns/a"))
         assert (system.live, system.parked, len(runs)) == (0, 1, 1)
-        await until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
+        await clock.until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
     assert runs[1] - runs[0] >= 0.3  # ran when due, not when parked
     assert (system.parked, system.stats.started) == (0, 2)
 
 
 async def test_an_event_for_a_parked_key_runs_it_now_and_drops_the_timer() -> None:
+    clock = FakeClock()
     runs: list[str] = []
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         runs.append(key)
-        return Outcome(requeue_after=3600) if len(runs) == 1 else Outcome()
+        return Action(requeue_after=3600) if len(runs) == 1 else Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.02)
+    system = ActorSystem(reconcile, idle_timeout=0.02, clock=clock)
     async with system_running(system):
         system.notify("ns/a")
-        await until(lambda: system.parked > 0)
+        await clock.until(lambda: system.parked > 0)
         system.notify("ns/a")
-        await until(lambda: len(runs) >= 2)
+        await clock.until(lambda: len(runs) >= 2)
     assert runs == ["ns/a", "ns/a"]
     assert system.parked == 0
 
 
-async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads(monkeypatch: Any) -> None:
+async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads() -> None:
     """The actor's clock advances 40 ms per read, settle is 100 ms: the quiet point is still ahead
     when checked and already past one read later. A second read for the sleep would give a
     negative delay, which anyio rejects (it once took the whole system down)."""
 
     class SteppingClock:
-        now = 1000.0
+        at = 1000.0
 
-        def monotonic(self) -> float:
-            self.now += 0.04
-            return self.now
+        def now(self) -> float:
+            self.at += 0.04
+            return self.at
 
-    monkeypatch.setattr(actor_module, "time", SteppingClock())
+        async def sleep(self, seconds: float) -> None:
+            assert seconds >= 0, "a negative delay (anyio.sleep rejects it)"
+            await anyio.lowlevel.checkpoint()
+
+        async def wait(self, event: anyio.Event, deadline: float) -> None:
+            await anyio.lowlevel.checkpoint()
+
     runs: list[str] = []
     second_event_sent = anyio.Event()
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         runs.append(key)
         if len(runs) == 1:
             system.notify(key)  # an event while running: a follow-up run, after settling
             second_event_sent.set()
-        return Outcome()
+        return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=10.0, settle=0.1, max_settle=10.0)
+    system = ActorSystem(reconcile, idle_timeout=10.0, settle=0.1, max_settle=10.0, clock=SteppingClock())
     async with system_running(system):
         system.notify("ns/a")
-        await until(lambda: len(runs) >= 2)
+        with anyio.fail_after(10):
+            while len(runs) < 2:
+                await anyio.lowlevel.checkpoint()
     assert second_event_sent.is_set() and runs == ["ns/a", "ns/a"]
 
 
 async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -> None:
+    clock = FakeClock()
     order: list[str] = []
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         order.append(key)
-        await anyio.sleep(0.005)
-        return Outcome()
+        await clock.sleep(0.005)
+        return Action()
 
     keys = [f"ns/{i:02d}" for i in range(50)]
-    system = ActorSystem(reconcile, max_concurrent=2, idle_timeout=10.0)
+    system = ActorSystem(reconcile, max_concurrent=2, idle_timeout=10.0, clock=clock)
     async with system_running(system):
         for key in keys:
             system.notify(key)
         for key in keys[10:20]:
             system.notify(key)  # already waiting: no second entry, no second run
         assert (system.live, system.depth) == (2, 50)
-        await until(lambda: len(order) >= 50 and system.depth == 0)
+        await clock.until(lambda: len(order) >= 50 and system.depth == 0)
         live_after = system.live
     assert order == keys  # first come, first served, each once
     assert live_after == 50  # all ran, then idle (idle_timeout not reached)
 
 
 async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(monkeypatch: Any) -> None:
+    clock = FakeClock()
     runs: Counter[str] = Counter()
 
-    async def reconcile(key: str) -> Outcome:
+    async def reconcile(key: str) -> Action:
         runs[key] += 1
         if runs[key] == 1:
             system.notify(key)  # an event during the run: the loop goes on to settle the burst
-        return Outcome()
+        return Action()
 
     limiter = RateLimiter(ExponentialBackoff(base=0.05), TokenBucket())
-    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.05)
+    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.05, clock=clock)
     original = system._settle_burst
     broken_once = {"ns/bad"}
 
@@ -311,7 +329,27 @@ async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(m
     async with system_running(system):
         for key in ("ns/bad", "ns/good"):
             system.notify(key)
-        await until(lambda: runs["ns/bad"] >= 2 and runs["ns/good"] >= 2)
+        await clock.until(lambda: runs["ns/bad"] >= 2 and runs["ns/good"] >= 2)
     # The defect cost ns/bad one parked retry; ns/good ran its follow-up as usual.
     assert system.stats.failures == 1
     assert runs == {"ns/bad": 2, "ns/good": 2}
+
+
+async def test_an_urgent_key_goes_ahead_of_the_bulk_backlog() -> None:
+    clock = FakeClock()
+    order: list[str] = []
+
+    async def reconcile(key: str) -> Action:
+        order.append(key)
+        await clock.sleep(0.01)
+        return Action()
+
+    system = ActorSystem(reconcile, max_concurrent=1, idle_timeout=10.0, clock=clock)
+    async with system_running(system):
+        for i in range(5):
+            system.notify(f"ns/bulk-{i}")
+        system.notify("ns/bulk-3", urgent=True)  # a user's change to a key already queued
+        system.notify("ns/edit", urgent=True)
+        await clock.until(lambda: len(order) == 6)
+    # The one running first finishes; then the urgent keys, in arrival order; then the rest.
+    assert order == ["ns/bulk-0", "ns/bulk-3", "ns/edit", "ns/bulk-1", "ns/bulk-2", "ns/bulk-4"]

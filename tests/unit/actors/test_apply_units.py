@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-from actors.apply import ApplyConflict, _parse_conflicts, content_hash
+from typing import Any
+
+from actors.apply import content_hash, holds
+from actors.conflicts import ApplyConflict
+from actors.conflicts import parse_conflicts as _parse_conflicts
 from actors.interface import Resource
 from actors.kube import ApiError
 from actors.owned import OwnedIndex, owned_ref
@@ -69,3 +73,15 @@ def test_owned_index_tracks_by_owner_and_uid() -> None:
 
 def test_objects_without_an_instance_controller_are_not_indexed() -> None:
     assert owned_ref(CM, {"metadata": {"name": "x", "ownerReferences": [{"kind": "Deployment"}]}}) is None
+
+
+def test_holds_compares_what_we_set_and_ignores_what_the_api_server_added() -> None:
+    wanted: dict[str, Any] = {"spec": {"ports": [{"port": 80}], "replicas": 1}, "metadata": {"labels": {"a": "b"}}}
+    live: dict[str, Any] = {
+        "spec": {"ports": [{"port": 80, "protocol": "TCP"}], "replicas": 1, "clusterIP": "10.0.0.9"},
+        "metadata": {"labels": {"a": "b", "extra": "x"}, "uid": "u"},
+    }
+    assert holds(live, wanted)
+    assert not holds({**live, "spec": {**live["spec"], "replicas": 2}}, wanted)  # a value of ours changed
+    assert not holds({**live, "spec": {**live["spec"], "ports": []}}, wanted)  # a list of ours changed
+    assert not holds({"spec": {"replicas": "1", "ports": [{"port": 80}]}, "metadata": live["metadata"]}, wanted)

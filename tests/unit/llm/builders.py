@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from actors.interface import KubeObject
+from provider import kinds
 from provider.instance import Instance
-from provider.llm import kinds
 from provider.llm.handler import LlmTopology
 from provider.llm.inputs import LlmInputs
 from provider.llm.validation import validate_llm

@@ -23,7 +23,7 @@ CONFIG: KubeObject = {
 
 def lookup(*objects: KubeObject) -> Any:
     by_key = {(o["kind"], o["metadata"]["name"]): o for o in objects}
-    return lambda kind, name: by_key.get((kind, name))
+    return lambda resource, name: by_key.get((resource.kind, name))
 
 
 def served(*, uses_config: bool) -> KubeObject:

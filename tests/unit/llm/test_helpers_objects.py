@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from provider.llm import kinds
+from provider import kinds
 
 from .builders import GATEWAY_SETTINGS, REQUIRED_KINDS, desired, settings
 

@@ -7,16 +7,18 @@ from typing import Any
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
+from provider import kinds
 from provider.connection import url_details
 from provider.kserve_conditions import passthrough_conditions
-from provider.llm import kinds
 from provider.llm.connection import gateway_details
 from provider.llm.handler import LlmTopology
-from provider.llm.status import REQUEUE_FAILED, REQUEUE_NOT_READY
 from provider.settings import ProviderSettings
 from provider.topology import CatalogModel, Catalogs, StatusInputs
 
 from .builders import GATEWAY_SETTINGS, instance, kserve_condition, llmisvc, settings
+
+# Status follows the watched objects' events: no report asks for a poll (issue 18).
+NO_POLL = None
 
 IN_CLUSTER = ConnectionDetails(
     type="kserve",
@@ -35,7 +37,8 @@ def status(
     inputs: StatusInputs | None = None,
     **kwargs: Any,
 ) -> StatusReport:
-    observed = {(obj["kind"], obj["metadata"]["name"]): obj for obj in objects}
+    by_kind = {r.kind: r for r in kinds.OWNED}  # the fixtures carry a kind, not always an apiVersion
+    observed = {(by_kind[obj["kind"]], obj["metadata"]["name"]): obj for obj in objects}
     handler = LlmTopology(settings_ or settings())
     return handler.status(instance(engine, **kwargs), observed, inputs or StatusInputs())
 
@@ -74,7 +77,7 @@ def test_waiting_for_llm_inference_service() -> None:
     assert (report.phase, report.message, report.requeue_after) == (
         Phase.PROVISIONING,
         "Waiting for LLMInferenceService",
-        REQUEUE_NOT_READY,
+        NO_POLL,
     )
     assert report.connection is None
 
@@ -92,7 +95,7 @@ def test_not_ready_shows_kserve_message_and_conditions() -> None:
         "KServeReady",
         "Metrics",
     ]
-    assert report.requeue_after == REQUEUE_NOT_READY
+    assert report.requeue_after == NO_POLL
 
 
 def test_no_conditions_yet() -> None:
@@ -176,7 +179,7 @@ def test_missing_config_is_failed(type_: str) -> None:
         "not found); check llmEngine.parameters.baseRefs and that the provider chart installed KServe's presets "
         "(llmPresets.enabled, cpuProfile.enabled for computeProfile cpu)"
     )
-    assert report.requeue_after == REQUEUE_FAILED
+    assert report.requeue_after == NO_POLL
 
 
 def test_rejected_config_is_failed() -> None:
@@ -213,7 +216,7 @@ def test_invalid_instance_at_status_time() -> None:
 
 def test_load_balancer_pending_is_ready_in_cluster_with_condition() -> None:
     report = status(llmisvc(), service(), topology={"externalAccess": "LoadBalancer"})
-    assert (report.phase, report.connection, report.requeue_after) == (Phase.READY, IN_CLUSTER, REQUEUE_NOT_READY)
+    assert (report.phase, report.connection, report.requeue_after) == (Phase.READY, IN_CLUSTER, NO_POLL)
     assert condition(report, "ExternalAccessReady") == Condition(
         "ExternalAccessReady",
         "False",

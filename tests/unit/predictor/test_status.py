@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, Phase
+from provider.kinds import INFERENCE_SERVICE
 from provider.predictor import PredictorTopology
-from provider.predictor.status import REQUEUE_SECONDS, connection_details, predictor_status
+from provider.predictor.status import connection_details, predictor_status
 from provider.topology import StatusInputs
 
 from .builders import READY_CONDITIONS, cond, instance, isvc, params
@@ -29,13 +30,13 @@ def test_no_inference_service_yet() -> None:
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Waiting for InferenceService"
     assert report.conditions == ()
-    assert report.requeue_after == REQUEUE_SECONDS
+    assert report.requeue_after is None  # no poll: the InferenceService is watched
 
 
 def test_handler_looks_up_the_inference_service_by_instance_name() -> None:
-    observed = {("InferenceService", "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
+    observed = {(INFERENCE_SERVICE, "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
     assert TOPOLOGY.status(instance(), observed, StatusInputs()).phase is Phase.READY
-    other = {("InferenceService", "other"): isvc(name="other", conditions=READY_CONDITIONS)}
+    other = {(INFERENCE_SERVICE, "other"): isvc(name="other", conditions=READY_CONDITIONS)}
     assert TOPOLOGY.status(instance(), other, StatusInputs()).phase is Phase.PROVISIONING
 
 
@@ -82,7 +83,7 @@ def test_not_ready_uses_kserve_message() -> None:
     report = predictor_status(isvc(conditions=conditions))
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Deployment does not have minimum availability."
-    assert report.requeue_after == REQUEUE_SECONDS
+    assert report.requeue_after is None  # no poll: the InferenceService is watched
     assert (
         Condition(
             "KServePredictorReady",
@@ -109,7 +110,7 @@ def test_no_supporting_runtime_is_failed_and_says_what_to_do() -> None:
         "or name a ServingRuntime that serves it in predictor.parameters.runtime"
     )
     # Still polled: installing the runtimes heals it without an edit of the Instance.
-    assert report.requeue_after == REQUEUE_SECONDS
+    assert report.requeue_after is None  # no poll: the InferenceService is watched
 
 
 def test_named_runtime_does_not_support_format() -> None:
@@ -251,7 +252,7 @@ def test_connection_details_rejects_garbage(url: str) -> None:
 
 
 def test_status_does_not_depend_on_parameters() -> None:
-    observed = {("InferenceService", "iris"): isvc(model_status=NO_RUNTIME)}
+    observed = {(INFERENCE_SERVICE, "iris"): isvc(model_status=NO_RUNTIME)}
     a = TOPOLOGY.status(instance(params(runtime="x")), observed, StatusInputs())
     b = TOPOLOGY.status(instance(), observed, StatusInputs())
     assert a == b

@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from provider import kinds as llm_kinds
+from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.llm import kinds as llm_kinds
 from provider.llm.handler import LlmTopology
 from provider.predictor import PredictorTopology
-from provider.predictor.translate import INFERENCE_SERVICE
 from provider.settings import ProviderSettings
 from provider.topology import Catalogs
 

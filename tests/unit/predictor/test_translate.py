@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from actors.interface import ValidationFailed
+from provider.kinds import INFERENCE_SERVICE
 from provider.predictor import PredictorTopology
-from provider.predictor.translate import INFERENCE_SERVICE
 from provider.topology import Catalogs
 
 from .builders import SKLEARN_URI, instance, params

@@ -1,7 +1,9 @@
-"""The kinds the llm topology writes or reads, at the versions it writes them.
+"""The one table of the kinds the provider writes or reads, at the versions it writes them.
 
 Storage versions throughout (kserve-schemas.md): LLMInferenceService(Config) `v1alpha2`,
-AIGatewayRoute `v1beta1` (v1alpha1 is deprecated in Envoy AI Gateway 1.0).
+InferenceService `v1beta1`, AIGatewayRoute `v1beta1` (v1alpha1 is deprecated in Envoy AI Gateway
+1.0). Builders take apiVersion and kind from here, and the runtime matches objects to these by
+(group, version, kind).
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ LLM_INFERENCE_SERVICE: Final = Resource("serving.kserve.io", "v1alpha2", "llminf
 LLM_INFERENCE_SERVICE_CONFIG: Final = Resource(
     "serving.kserve.io", "v1alpha2", "llminferenceserviceconfigs", "LLMInferenceServiceConfig"
 )
+INFERENCE_SERVICE: Final = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")
 SERVICE_ACCOUNT: Final = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 SERVICE: Final = Resource("", "v1", "services", "Service")
 NODE: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
+
+# Read, never written: the shared Gateway (AI Gateway address), namespaces (Pod Security labels).
+GATEWAYS: Final = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
+NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 # Optional integrations: written only while their CRDs are served (`available`).
 POD_MONITOR: Final = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor")
@@ -25,7 +32,7 @@ BACKEND_TRAFFIC_POLICY: Final = Resource(
     "gateway.envoyproxy.io", "v1alpha1", "backendtrafficpolicies", "BackendTrafficPolicy"
 )
 
-# Everything the topology may create, in apply order: the ServiceAccount and the config before
+# Everything the llm topology may create, in apply order: the ServiceAccount and the config before
 # the LLMInferenceService that references them.
 OWNED: Final[tuple[Resource, ...]] = (
     SERVICE_ACCOUNT,

@@ -1,64 +1,25 @@
-"""A lean, dynamic Kubernetes REST client on top of kubernetes-asyncio's transport and config.
+"""The dynamic Kubernetes client: plain dicts in and out, every call addressed by a `Resource`.
 
-We talk JSON dicts to the API server and never use the ~770 generated model classes, whose import
-alone costs ~60 MiB. `kubernetes_asyncio.client/__init__.py` imports all of them, so we register a
-namespace stub for that package before importing the three submodules we need (configuration,
-rest, api_client) and the config loaders. Only this module knows about that trick.
+Our own aiohttp transport (one pooled session, proxy resolved once) over kubernetes-asyncio's
+configuration loaders (`actors.kube.config`); answers are decoded with a depth bound
+(`actors.decode`). Failures surface only as `actors.kube.errors` types.
 """
 
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import json
-import ssl
-import sys
 import time
-import types
-import urllib.parse
-import urllib.request
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
 
 from actors import decode
-from actors.interface import KubeObject, Resource
-
-
-def _install_lean_client_package() -> None:
-    """Register stubs for `kubernetes_asyncio` and `kubernetes_asyncio.client` (whose __init__
-    files import every API and model class), then import only the submodules we use."""
-    if "kubernetes_asyncio.client" in sys.modules:
-        return
-    spec = importlib.util.find_spec("kubernetes_asyncio")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("kubernetes_asyncio is not installed")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    for name, path in (("kubernetes_asyncio", root), ("kubernetes_asyncio.client", root / "client")):
-        if name not in sys.modules:
-            stub = types.ModuleType(name)
-            stub.__path__ = [str(path)]
-            sys.modules[name] = stub
-    # api_client.py does `import kubernetes_asyncio.client.models` only to deserialize typed
-    # responses, which we never ask for.
-    sys.modules["kubernetes_asyncio.client.models"] = types.ModuleType("kubernetes_asyncio.client.models")
-    from kubernetes_asyncio.client import api_client, configuration, exceptions, rest
-
-    client = sys.modules["kubernetes_asyncio.client"]
-    client.Configuration = configuration.Configuration  # type: ignore[attr-defined]
-    client.ApiClient = api_client.ApiClient  # type: ignore[attr-defined]
-    client.ApiException = exceptions.ApiException  # type: ignore[attr-defined]
-    client.rest = rest  # type: ignore[attr-defined]
-
-
-_install_lean_client_package()
-
-from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
-from kubernetes_asyncio.config import kube_config  # noqa: E402
-from kubernetes_asyncio.config.incluster_config import load_incluster_config  # noqa: E402
+from actors.kube.config import Configuration, load_configuration, proxy_for, ssl_context
+from actors.kube.errors import ApiError, RequestTimeout, TransportError, api_error, api_error_from_status
+from actors.resource import KubeObject, Resource
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
@@ -66,25 +27,6 @@ JSON_PATCH = "application/json-patch+json"
 
 # Observer of every request: (verb, resource, status code, seconds). Feeds metrics and benchmarks.
 RequestObserver = Callable[[str, str, int, float], None]
-
-
-@dataclass
-class ApiError(Exception):
-    """A non-2xx answer from the API server, with the decoded metav1.Status when there is one."""
-
-    status: int
-    reason: str
-    message: str
-    body: dict[str, Any]
-
-    def __str__(self) -> str:
-        return f"{self.status} {self.reason}: {self.message}"
-
-    @property
-    def causes(self) -> list[dict[str, Any]]:
-        details = self.body.get("details") or {}
-        causes = details.get("causes") or []
-        return [c for c in causes if isinstance(c, dict)]
 
 
 def _verb(method: str, query: Mapping[str, str], name: str | None) -> str:
@@ -101,16 +43,23 @@ class KubeClient:
     """Dynamic client: every call takes a `Resource` and plain dicts."""
 
     def __init__(
-        self, configuration: Configuration, observer: RequestObserver | None = None, *, user_agent: str = "actors"
+        self,
+        configuration: Configuration,
+        *,
+        user_agent: str = "actors",
+        observers: Sequence[RequestObserver] = (),
     ) -> None:
         self.configuration = configuration
-        # The API server names the field manager of a write that is not an apply (a status update,
-        # a finalizer patch) after the User-Agent's product token; aiohttp's default would make
-        # those writes appear as "Python" in managedFields.
+        # Writes name their field manager explicitly (`fieldManager`); the User-Agent only names
+        # the process in the API server's logs and audit events.
         self.user_agent = user_agent
-        self.observers: list[RequestObserver] = [observer] if observer else []
+        self._observers: list[RequestObserver] = list(observers)
         self._session: aiohttp.ClientSession | None = None
-        self._proxy = _proxy_for(configuration)
+        self._proxy = proxy_for(configuration)
+
+    def observe(self, observer: RequestObserver) -> None:
+        """Call `observer` after every request from now on (metrics, benchmarks, tests)."""
+        self._observers.append(observer)
 
     def _http(self) -> aiohttp.ClientSession:
         """One pooled session, created on first use inside the running event loop.
@@ -121,7 +70,7 @@ class KubeClient:
         is resolved once, at construction, instead.
         """
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=64, ssl=_ssl_context(self.configuration))
+            connector = aiohttp.TCPConnector(limit=64, ssl=ssl_context(self.configuration))
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=2**21)
         return self._session
 
@@ -136,16 +85,17 @@ class KubeClient:
         return options
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> KubeClient:
+    async def connect(
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        *,
+        user_agent: str = "actors",
+        observers: Sequence[RequestObserver] = (),
+    ) -> KubeClient:
         """In-cluster config when running in a pod and no kubeconfig is given, else the kubeconfig."""
-        configuration = Configuration()
-        if kubeconfig is None and _in_cluster():
-            load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            await kube_config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=configuration
-            )
-        return cls(configuration)
+        configuration = await load_configuration(kubeconfig, context)
+        return cls(configuration, user_agent=user_agent, observers=observers)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -188,23 +138,34 @@ class KubeClient:
         started = time.perf_counter()
         code = 0
         try:
-            async with self._http().request(
-                method,
-                url,
-                params=query or None,
-                headers=headers,
-                data=json.dumps(body) if body is not None else None,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-                **self._request_options(),
-            ) as response:
-                code = response.status
-                raw = await response.read()
+            with _transport_errors():
+                raw, code = await self._send(method, url, query, headers, body, timeout)
         finally:
-            for observe in self.observers:
+            for observe in self._observers:
                 observe(_verb(method, query, name), resource, code, time.perf_counter() - started)
         if not 200 <= code <= 299:
-            raise _api_error(code, _decode_error_body(raw))
+            raise api_error(code, raw)
         return decode.loads(raw) if raw else {}
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: Any,
+        timeout: float | None,
+    ) -> tuple[bytes, int]:
+        async with self._http().request(
+            method,
+            url,
+            params=query or None,
+            headers=headers,
+            data=json.dumps(body) if body is not None else None,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            **self._request_options(),
+        ) as response:
+            return await response.read(), response.status
 
     # -- verbs -----------------------------------------------------------------------------
 
@@ -284,26 +245,28 @@ class KubeClient:
         url = f"{self.configuration.host}{res.path(namespace)}"
         headers = await self._headers(None)
         started = time.perf_counter()
-        response = await self._http().request(
-            "GET",
-            url,
-            params=query,
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30),
-            **self._request_options(),
-        )
-        for observe in self.observers:
+        with _transport_errors():
+            response = await self._http().request(
+                "GET",
+                url,
+                params=query,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30),
+                **self._request_options(),
+            )
+        for observe in self._observers:
             observe("watch", str(res), response.status, time.perf_counter() - started)
         try:
-            if response.status != 200:
-                raise _api_error(response.status, _decode_error_body(await response.read()))
-            async for line in response.content:
-                if not line.strip():
-                    continue
-                event = decode.loads(line)
-                if event.get("type") == "ERROR":
-                    raise _api_error(int(event["object"].get("code", 500)), event["object"])
-                yield event
+            with _transport_errors():
+                if response.status != 200:
+                    raise api_error(response.status, await response.read())
+                async for line in response.content:
+                    if not line.strip():
+                        continue
+                    event = decode.loads(line)
+                    if event.get("type") == "ERROR":
+                        raise api_error_from_status(int(event["object"].get("code", 500)), event["object"])
+                    yield event
         finally:
             response.release()
 
@@ -314,12 +277,13 @@ class KubeClient:
         *,
         field_manager: str,
         force: bool = False,
-        dry_run: bool = False,
         subresource: str = "",
+        dry_run: bool = False,
     ) -> KubeObject:
-        """Server-side apply. The content type is what makes it SSA (not a merge patch)."""
+        """Server-side apply with strict field validation (an unknown or duplicate field fails the
+        request instead of being dropped). The content type is what makes it SSA."""
         meta = obj["metadata"]
-        query = {"fieldManager": field_manager, "force": "true" if force else "false"}
+        query = {"fieldManager": field_manager, "force": "true" if force else "false", "fieldValidation": "Strict"}
         if dry_run:
             query["dryRun"] = "All"
         path = res.path(meta.get("namespace"), meta["name"]) + (f"/{subresource}" if subresource else "")
@@ -343,24 +307,42 @@ class KubeClient:
         *,
         content_type: str = MERGE_PATCH,
         subresource: str = "",
+        field_manager: str | None = None,
     ) -> KubeObject:
         path = res.path(namespace, name) + (f"/{subresource}" if subresource else "")
         result: KubeObject = await self.request(
-            "PATCH", path, body=body, content_type=content_type, resource=_label(res, subresource), name=name
+            "PATCH",
+            path,
+            query=_manager_query(field_manager),
+            body=body,
+            content_type=content_type,
+            resource=_label(res, subresource),
+            name=name,
         )
         return result
 
-    async def create(self, res: Resource, obj: KubeObject) -> KubeObject:
+    async def create(self, res: Resource, obj: KubeObject, *, field_manager: str | None = None) -> KubeObject:
+        """POST; with a field manager, also with strict field validation."""
+        query = _manager_query(field_manager)
+        if field_manager:
+            query["fieldValidation"] = "Strict"
         result: KubeObject = await self.request(
-            "POST", res.path(obj["metadata"].get("namespace")), body=obj, resource=str(res)
+            "POST", res.path(obj["metadata"].get("namespace")), query=query, body=obj, resource=str(res)
         )
         return result
 
-    async def replace(self, res: Resource, obj: KubeObject, *, subresource: str = "") -> KubeObject:
+    async def replace(
+        self, res: Resource, obj: KubeObject, *, subresource: str = "", field_manager: str | None = None
+    ) -> KubeObject:
         meta = obj["metadata"]
         path = res.path(meta.get("namespace"), meta["name"]) + (f"/{subresource}" if subresource else "")
         result: KubeObject = await self.request(
-            "PUT", path, body=obj, resource=_label(res, subresource), name=meta["name"]
+            "PUT",
+            path,
+            query=_manager_query(field_manager),
+            body=obj,
+            resource=_label(res, subresource),
+            name=meta["name"],
         )
         return result
 
@@ -404,50 +386,16 @@ def _label(res: Resource, subresource: str) -> str:
     return f"{res}/{subresource}" if subresource else str(res)
 
 
-def _decode_error_body(raw: bytes) -> Any:
-    """A metav1.Status, or the plain text some paths answer with (e.g. `404 page not found` for a
-    group that is not served)."""
+def _manager_query(field_manager: str | None) -> dict[str, str]:
+    return {"fieldManager": field_manager} if field_manager else {}
+
+
+@contextmanager
+def _transport_errors() -> Iterator[None]:
+    """aiohttp's and the socket layer's failures as the client's own types."""
     try:
-        return decode.loads(raw) if raw else {}
-    except ValueError:
-        return raw.decode(errors="replace").strip()
-
-
-def _api_error(code: int, decoded: Any) -> ApiError:
-    body = decoded if isinstance(decoded, dict) else {}
-    return ApiError(
-        status=code,
-        reason=str(body.get("reason", "")),
-        message=str(body.get("message", decoded)),
-        body=body,
-    )
-
-
-def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
-    """TLS as the kubeconfig or in-cluster config describes it."""
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-def _proxy_for(configuration: Configuration) -> str | None:
-    """The kubeconfig's proxy-url, else the environment's proxy for the API server, else none."""
-    if configuration.proxy:
-        return str(configuration.proxy)
-    host = urllib.parse.urlsplit(str(configuration.host)).hostname or ""
-    if urllib.request.proxy_bypass(host):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get("https") or proxies.get("http")
-
-
-def _in_cluster() -> bool:
-    import os
-
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
-        "/var/run/secrets/kubernetes.io/serviceaccount/token"
-    ).exists()
+        yield
+    except TimeoutError as err:
+        raise RequestTimeout(str(err) or "request timed out") from err
+    except (aiohttp.ClientError, OSError) as err:
+        raise TransportError(str(err) or type(err).__name__) from err

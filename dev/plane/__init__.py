@@ -1,0 +1,1 @@
+"""The pieces of the local control plane (dev/controlplane.py): binaries, PKI, CRDs, processes."""

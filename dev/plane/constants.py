@@ -1,0 +1,65 @@
+"""Names, paths and fixed settings of the local control plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actors.resources import CRDS
+from provider import kinds
+from provider.kinds import NAMESPACES
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO_ROOT / "dev" / "build-controlplane.sh"
+
+ETCD = "etcd"
+APISERVER = "kube-apiserver"
+CONTROLLER_MANAGER = "kube-controller-manager"
+
+# Directory names under shared/crds, in install order. `install_crds(groups=...)` takes these.
+CRD_GROUPS: tuple[str, ...] = (
+    "openeverest",
+    "kserve",
+    "envoy-ai-gateway",
+    "envoy-gateway",
+    "gateway-api",
+    "inference-extension",
+    "prometheus-operator",
+    "cert-manager",
+)
+# Only the plain controller-gen CRDs: presets/ are LLMInferenceServiceConfig objects,
+# chart-patches/ are partial CRDs, and gateway-inference-extension.yaml duplicates two CRDs of
+# inference-extension/ (see shared/crds/SOURCES.md).
+_GROUP_GLOBS: dict[str, str] = {"kserve": "serving.kserve.io_*.yaml"}
+
+# cert-manager's CRDs are Helm templates whose label values the apiserver would reject; this is
+# what `helm template` renders for a release named cert-manager.
+_CERT_MANAGER_TEMPLATES = {
+    '{{ template "cert-manager.name" . }}': "cert-manager",
+    "{{ .Release.Name }}": "cert-manager",
+}
+
+# The resources the harness writes, from the one table of each (the runtime's and the provider's).
+CRD = CRDS
+NAMESPACE = NAMESPACES
+SERVICE_ACCOUNT = kinds.SERVICE_ACCOUNT
+LLM_ISVC_CONFIG = kinds.LLM_INFERENCE_SERVICE_CONFIG
+
+# The `kubernetes` Service's ClusterIP: the first address of --service-cluster-ip-range.
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+KUBERNETES_SERVICE_IP = "10.0.0.1"
+# What the controller manager runs by default: enough for the tests of a node-less control plane.
+DEFAULT_CONTROLLERS: tuple[str, ...] = ("garbage-collector-controller", "namespace-controller")
+
+_PR_SET_PDEATHSIG = 1
+
+# Seconds between SIGTERM and SIGKILL. kube-apiserver stops listening at once on SIGTERM but then
+# waits 60 s (measured) for open watches to drain; all its state is in etcd, so cut that short.
+_STOP_GRACE = {ETCD: 10.0, APISERVER: 2.0, CONTROLLER_MANAGER: 5.0}
+
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be located, built, started or configured."""
+
+
+# -- binaries ---------------------------------------------------------------------------------
