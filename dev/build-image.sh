@@ -127,8 +127,9 @@ build_provider() {
   local volumes=()
   mapfile -t volumes < <(pip_volumes "$tmp/pip.conf" | sort -u)
   log "building $REPOSITORY:$tag from dev/Dockerfile on $base"
+  # --force-rm: a failed step's intermediate containers (and their overlay mounts) go too.
   # shellcheck disable=SC2086 # IMAGE_BUILD_ARGS is a list of words on purpose
-  bah bud --quiet --layers --pull-never --isolation chroot --format docker \
+  bah bud --quiet --layers --force-rm --pull-never --isolation chroot --format docker \
     --build-arg "PYTHON_IMAGE=$base" "${volumes[@]}" ${IMAGE_BUILD_ARGS:-} \
     -f "$ROOT/dev/Dockerfile" --ignorefile "$ROOT/dev/Dockerfile.dockerignore" \
     -t "$REPOSITORY:$tag" "$ROOT" >&2
