@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+E2E_STAMP := $(VENV)/.installed-e2e
 
 .PHONY: lock demo test lint unit integration binaries kserve-binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
@@ -49,10 +50,16 @@ test: $(STAMP) kserve-binaries lint
 	$(BIN)/pytest -q
 
 ## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
-## as the chart README says, and the in-cluster checks; the host is left as it was
-e2e: $(STAMP) binaries chart-deps vendor-kserve-crds
+## as the chart README says, and the in-cluster checks; KServe's manager serving a model the test
+## trains (scikit-learn, the e2e extra) from a PersistentVolume; the host is left as it was
+e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh node >/dev/null
+	dev/build-controlplane.sh kserve >/dev/null
 	$(BIN)/pytest -q -m e2e tests/e2e
+
+$(E2E_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,e2e]'
+	touch $(E2E_STAMP)
 
 ## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/
 ## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host

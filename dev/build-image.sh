@@ -4,12 +4,14 @@
 # the pause image the node-mode cluster's containerd uses as its pod sandbox. Everything is cached:
 # buildah's storage (base image, layers) under $CACHE/containers, the archives under build/image/.
 #
-# Usage: dev/build-image.sh [provider|pause|all]     (default: provider)
+# Usage: dev/build-image.sh [provider|pause|modelserver|all]     (default: provider)
 #   Prints the path of each archive it produced, one per line, last line the provider's.
 #   provider  build/image/provider-kserve-<tag>.docker.tar (what `ctr images import` takes) and
 #             build/image/provider-kserve-<tag>.oci.tar (the same image as an OCI archive)
 #   pause     build/image/pause.docker.tar: Kubernetes' own pause.c from the k8s.io/kubernetes
 #             module the node binaries are built from, compiled statically
+#   modelserver  build/image/provider-kserve-sklearnserver-local.docker.tar: dev/modelserver (KServe's
+#             Python SDK and scikit-learn from PyPI), the e2e inference test's model server
 # Environment:
 #   IMAGE_TAG         the provider image's tag (default: the project version in pyproject.toml)
 #   IMAGE_BUILD_ARGS  extra `buildah bud` arguments (e.g. "--label rebuilt=1" for a changed image)
@@ -26,8 +28,11 @@ REPOSITORY="provider-kserve"
 SUITE="bookworm"
 # Python 3.11 and a venv are all the Dockerfile's stages need from their base.
 BASE_PACKAGES="python3,python3-venv,python-is-python3,ca-certificates"
+# The model server's wheels (grpcio, numpy, scipy) link the C++ runtime, which the provider's don't.
+MODELSERVER_BASE_PACKAGES="$BASE_PACKAGES,libstdc++6"
 PAUSE_VERSION="3.10"
 PAUSE_IMAGE="provider-kserve-pause:$PAUSE_VERSION"
+MODELSERVER_IMAGE="provider-kserve-sklearnserver:local"
 
 log() { printf '[build-image] %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -72,9 +77,10 @@ host_sources() {
 }
 
 # The Python base: Debian's python3 in a minimal (essential) root filesystem, no docs or locales.
+# Usage: build_base [PACKAGES]   (comma-separated; default BASE_PACKAGES)
 build_base() {
-  local digest tag
-  digest=$(printf '%s %s' "$SUITE" "$BASE_PACKAGES" | sha256sum | cut -c1-12)
+  local packages="${1:-$BASE_PACKAGES}" digest tag
+  digest=$(printf '%s %s' "$SUITE" "$packages" | sha256sum | cut -c1-12)
   tag="provider-kserve-base:$SUITE-$digest"
   if image_exists "$tag"; then
     log "base image $tag cached"
@@ -83,8 +89,8 @@ build_base() {
   fi
   local tmp
   tmp=$(mktemp -d -p "$WORK")
-  log "assembling $tag with mmdebstrap ($BASE_PACKAGES)"
-  mmdebstrap --quiet --variant=essential --include="$BASE_PACKAGES" \
+  log "assembling $tag with mmdebstrap ($packages)"
+  mmdebstrap --quiet --variant=essential --include="$packages" \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
@@ -118,33 +124,55 @@ pip_volumes() {
   printf -- '--volume=%s:/etc/pip.conf:ro\n' "$conf"
 }
 
-build_provider() {
-  local base tag
-  base=$(build_base)
-  tag="${IMAGE_TAG:-$(project_version)}"
-  local tmp
+# `buildah bud` of a Dockerfile on a Python base of BASE_PACKAGES (PACKAGES), with the host's pip
+# configuration. Usage: bud PACKAGES TAG DOCKERFILE CONTEXT [buildah arguments...]
+bud() {
+  local packages="$1" tag="$2" dockerfile="$3" context="$4" base tmp
+  shift 4
+  base=$(build_base "$packages")
   tmp=$(mktemp -d -p "$WORK")
   local volumes=()
   mapfile -t volumes < <(pip_volumes "$tmp/pip.conf" | sort -u)
-  log "building $REPOSITORY:$tag from dev/Dockerfile on $base"
+  log "building $tag from ${dockerfile#"$ROOT"/} on $base"
   # --force-rm: a failed step's intermediate containers (and their overlay mounts) go too.
-  # shellcheck disable=SC2086 # IMAGE_BUILD_ARGS is a list of words on purpose
   bah bud --quiet --layers --force-rm --pull-never --isolation chroot --format docker \
-    --build-arg "PYTHON_IMAGE=$base" "${volumes[@]}" ${IMAGE_BUILD_ARGS:-} \
-    -f "$ROOT/dev/Dockerfile" --ignorefile "$ROOT/dev/Dockerfile.dockerignore" \
-    -t "$REPOSITORY:$tag" "$ROOT" >&2
+    --build-arg "PYTHON_IMAGE=$base" "${volumes[@]}" "$@" -f "$dockerfile" -t "$tag" "$context" >&2
+}
+
+# The image's archives under $OUT, exported again only when the image changed (compressing the OCI
+# archive takes most of a warm run). Usage: export_archives REPOSITORY TAG FORMAT... (docker, oci)
+export_archives() {
+  local repository="$1" tag="$2" format id
+  shift 2
+  local name="$repository-$tag" stale=""
   mkdir -p "$OUT"
-  local name="$REPOSITORY-$tag" id
-  id=$(bah images --quiet --no-trunc "$REPOSITORY:$tag")
-  # Exported again only when the image changed (compressing the OCI archive takes most of a warm run).
-  if [[ "$(cat "$OUT/$name.id" 2>/dev/null)" != "$id" || ! -s "$OUT/$name.docker.tar" || ! -s "$OUT/$name.oci.tar" ]]; then
-    rm -f "$OUT/$name.id" "$OUT/$name.docker.tar" "$OUT/$name.oci.tar"
-    bah push --quiet "$REPOSITORY:$tag" "oci-archive:$OUT/$name.oci.tar:$REPOSITORY:$tag" >&2
-    bah push --quiet "$REPOSITORY:$tag" "docker-archive:$OUT/$name.docker.tar:$REPOSITORY:$tag" >&2
+  id=$(bah images --quiet --no-trunc "$repository:$tag")
+  [[ "$(cat "$OUT/$name.id" 2>/dev/null)" == "$id" ]] || stale=1
+  for format in "$@"; do [[ -s "$OUT/$name.$format.tar" ]] || stale=1; done
+  if [[ -n "$stale" ]]; then
+    rm -f "$OUT/$name".*
+    for format in "$@"; do
+      bah push --quiet "$repository:$tag" "$format-archive:$OUT/$name.$format.tar:$repository:$tag" >&2
+    done
     echo "$id" >"$OUT/$name.id"
   fi
-  log "$REPOSITORY:$tag $id: $(du -h "$OUT/$name.oci.tar" | cut -f1) compressed (OCI archive)"
-  echo "$OUT/$name.docker.tar"
+  log "$repository:$tag $id: $(du -h "$OUT/$name.$1.tar" | cut -f1) ($1 archive)"
+}
+
+build_provider() {
+  local tag="${IMAGE_TAG:-$(project_version)}"
+  # shellcheck disable=SC2086 # IMAGE_BUILD_ARGS is a list of words on purpose
+  bud "$BASE_PACKAGES" "$REPOSITORY:$tag" "$ROOT/dev/Dockerfile" "$ROOT" ${IMAGE_BUILD_ARGS:-} \
+    --ignorefile "$ROOT/dev/Dockerfile.dockerignore"
+  export_archives "$REPOSITORY" "$tag" oci docker
+  echo "$OUT/$REPOSITORY-$tag.docker.tar"
+}
+
+# The e2e inference test's model server (dev/modelserver): its layers are cached like the provider's.
+build_modelserver() {
+  bud "$MODELSERVER_BASE_PACKAGES" "$MODELSERVER_IMAGE" "$ROOT/dev/modelserver/Dockerfile" "$ROOT/dev/modelserver"
+  export_archives "${MODELSERVER_IMAGE%:*}" "${MODELSERVER_IMAGE#*:}" docker
+  echo "$OUT/${MODELSERVER_IMAGE%:*}-${MODELSERVER_IMAGE#*:}.docker.tar"
 }
 
 # Kubernetes' pause.c, from the same k8s.io/kubernetes module as the node binaries.
@@ -186,8 +214,9 @@ main() {
   case "${1:-provider}" in
     provider) build_provider ;;
     pause) build_pause ;;
+    modelserver) build_modelserver ;;
     all) build_pause && build_provider ;;
-    *) echo "usage: $0 [provider|pause|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [provider|pause|modelserver|all]" >&2; exit 2 ;;
   esac
 }
 

@@ -29,7 +29,15 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 from actors.interface import KubeObject, Resource  # noqa: E402
 from actors.kube import ApiError, KubeClient  # noqa: E402
 from actors.resources import INSTANCES, PROVIDERS, SECRETS  # noqa: E402
-from controlplane import ControlPlane, ControlPlaneError, create_or_replace, ensure_namespace, retry_transient  # noqa: E402
+from controlplane import (  # noqa: E402
+    ControlPlane,
+    ControlPlaneError,
+    _format_rss,
+    _vm_hwm_kib,
+    create_or_replace,
+    ensure_namespace,
+    retry_transient,
+)
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402
 
@@ -223,11 +231,13 @@ async def main(args: argparse.Namespace) -> None:
     plane, stack = await start_kserve_cluster()
     print(f"cluster up in {time.monotonic() - started:.0f} s (KServe stack {stack.timings['total_start']:.0f} s)")
     try:
-        with provider_process(plane, PROVIDER_LOG, "--poll-not-ready", "2"):
+        with provider_process(plane, PROVIDER_LOG, "--poll-not-ready", "2") as provider:
             async with plane.client() as kube:
                 await run(plane, kube, args.timeout)
-        peaks = plane.peak_rss_kib()
-        print(f"\npeak RSS of the cluster: {sum(peaks.values()) / 1024:.0f} MiB; provider log: {PROVIDER_LOG}")
+            provider_kib = _vm_hwm_kib(provider.pid)
+        print(f"\npeak RSS (VmHWM) of the cluster: {_format_rss(plane.peak_rss_kib())}")
+        print(f"peak RSS of the provider: {provider_kib / 1024:.0f} MiB; its log: {PROVIDER_LOG}")
+        print(f"demo done in {time.monotonic() - started:.0f} s")
     finally:
         if args.keep:
             plane.keep_dir = True

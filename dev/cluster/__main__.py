@@ -1,10 +1,11 @@
 """The node-mode cluster from the command line (root):
 
-    .venv/bin/python -m cluster up [--image ARCHIVE ...] [--kubeconfig-out PATH]   # until signalled
+    .venv/bin/python -m cluster up [--image ARCHIVE ...] [--kubeconfig-out PATH] [--kserve]   # until signalled
     .venv/bin/python -m cluster check [--image ARCHIVE ...]    # start, print timings and memory, stop
     .venv/bin/python -m cluster cleanup                        # undo what a killed cluster left behind
 
-(with `dev` on PYTHONPATH, as the Makefile sets it).
+(with `dev` on PYTHONPATH, as the Makefile sets it). `--kserve` also runs KServe's real controllers
+against it (dev/kservestack, out-of-cluster, webhooks on 127.0.0.1), with KServe's configuration.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from cluster import host
 from cluster.node import NodeCluster
 from controlplane import ControlPlaneError, _block_until_signal, _format_rss
+from kservestack import KServeStack
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in (up, check):
         p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
         p.add_argument("--keep", action="store_true", help="keep the work dir (logs) after stopping")
+        p.add_argument("--kserve", action="store_true", help="also run KServe's controllers against it")
     sub.add_parser("cleanup", help="undo the host changes of a cluster whose process died")
     args = parser.parse_args(argv)
     try:
@@ -42,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     try:
+        if args.kserve:
+            asyncio.run(KServeStack(cluster.plane, fake_node=False).start())
         if args.command == "up":
             kubeconfig = cluster.kubeconfig
             if args.kubeconfig_out:
@@ -55,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, seconds in {**cluster.plane.timings, **cluster.timings}.items():
                 print(f"{name:>28}: {seconds:6.2f} s")
             print(f"{'peak RSS':>28}: {_format_rss(cluster.peak_rss_kib())}")
+    except ControlPlaneError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     finally:

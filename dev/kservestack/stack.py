@@ -15,6 +15,11 @@ so they are stopped with it and counted in its peak RSS):
   webhooks registered at https://127.0.0.1:PORT;
 - KServe's `inferenceservice-config` (Standard mode), its ClusterServingRuntimes, its
   LLMInferenceServiceConfig presets and the chart's CPU preset, in namespace `kserve`.
+
+On a cluster with a real node (dev/cluster's node mode, `KServeStack(node.plane, fake_node=False)`)
+the node's own kube-scheduler and kubelet run the pods, so neither kube-scheduler nor kwok is added;
+KServe's controllers run out-of-cluster the same way, their webhooks reached by the API server on
+127.0.0.1 (it runs on this host too).
 """
 
 from __future__ import annotations
@@ -128,6 +133,8 @@ class KServeStack:
 
     plane: ControlPlane
     gpus: int = 8
+    # kube-scheduler and kwok's fake Node; False where a real node runs the pods (dev/cluster).
+    fake_node: bool = True
     timings: dict[str, float] = field(init=False, default_factory=dict)
     config_dir: Path = field(init=False)
     _controllers: dict[str, _Controller] = field(init=False, default_factory=dict)
@@ -139,18 +146,21 @@ class KServeStack:
     async def start(self) -> KServeStack:
         """Build (or find) the binaries, start everything, install KServe's configuration; returns
         once both controllers answer and their webhooks are registered. Raises ControlPlaneError."""
-        missing = [c for c in KSERVE_CONTROLLERS if c not in self.plane.controllers]
+        every = "*" in self.plane.controllers
+        missing = [c for c in KSERVE_CONTROLLERS if c not in self.plane.controllers and not every]
         if missing or not self.plane.controller_manager:
             raise ControlPlaneError(f"the control plane must run {missing} for workloads (KSERVE_CONTROLLERS)")
         started = time.monotonic()
         kserve_bin = build("kserve", ("manager", "llmisvc"))
-        kwok_dir = build("kwok", ("kwok",))
-        node_bin = build("scheduler", (SCHEDULER,))
+        if self.fake_node:
+            kwok_dir = build("kwok", ("kwok",))
+            node_bin = build("scheduler", (SCHEDULER,))
         self.config_dir = kserve_bin.parent / "config"
         self.timings["binaries"] = time.monotonic() - started
         async with self.plane.client() as kube:
-            await self._start_scheduler(node_bin)
-            await self._start_kwok(kube, kwok_dir)
+            if self.fake_node:
+                await self._start_scheduler(node_bin)
+                await self._start_kwok(kube, kwok_dir)
             await ensure_namespace(kube, KSERVE_NAMESPACE)
             await create_or_replace(
                 kube, CONFIG_MAP, manifests.inferenceservice_config(self.config_dir, KSERVE_NAMESPACE)

@@ -8,6 +8,7 @@ bracketed by host snapshots: whatever the clusters changed on the host must be g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,9 +20,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from cluster import snapshot
+from cluster import host, snapshot
 from cluster.node import NodeCluster
 from controlplane import ControlPlaneError
+from kservestack import KServeStack
 from tests.support.helm import helm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,17 +59,20 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def host_left_clean() -> Iterator[None]:
-    """The host after the end-to-end tests is the host before them."""
-    before = snapshot.take()
-    yield
-    changes = snapshot.diff(before, snapshot.take())
+    """The host after the end-to-end tests is the host before them. The host lock is held
+    throughout (it is re-entrant for this session's own clusters), so that no other node-mode
+    cluster on this host starts or stops in between and shows up in the comparison."""
+    with host.host_lock():
+        before = snapshot.take()
+        yield
+        changes = snapshot.diff(before, snapshot.take())
     assert not changes, "the e2e clusters left host changes behind:\n" + "\n".join(changes)
 
 
-def build_image(tag: str | None = None, extra_args: str = "") -> Path:
-    """dev/build-image.sh provider (cached layers: seconds when nothing changed)."""
+def build_image(tag: str | None = None, extra_args: str = "", target: str = "provider") -> Path:
+    """dev/build-image.sh `target` (cached layers: seconds when nothing changed); its archive."""
     env = {**os.environ, **({"IMAGE_TAG": tag} if tag else {}), "IMAGE_BUILD_ARGS": extra_args}
-    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), "provider"], capture_output=True, text=True, env=env, check=False)
+    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), target], capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         pytest.fail(f"{IMAGE_SCRIPT} failed:\n{proc.stderr[-3000:]}", pytrace=False)
     return Path(proc.stdout.strip().splitlines()[-1])
@@ -83,25 +88,40 @@ def chart_inputs() -> None:
         subprocess.run(["bash", str(CHART / "hack" / "vendor-kserve.sh")], check=True, capture_output=True, env=env)
 
 
-@pytest_asyncio.fixture(scope="module")
-async def node() -> AsyncIterator[NodeCluster]:
-    """A node-mode cluster with every CRD and the provider image; stopped (host restored) after
-    the module."""
+@contextlib.asynccontextmanager
+async def node_cluster(*images: Path, kserve: bool = False) -> AsyncIterator[NodeCluster]:
+    """A node-mode cluster with every CRD, the provider image and `images` imported, and with
+    `kserve` KServe's real controllers against it (dev/kservestack, out-of-cluster); stopped (host
+    restored) on exit."""
     if os.geteuid() != 0:
         pytest.fail("the end-to-end tests need root (run `make e2e` as root)", pytrace=False)
     started = time.monotonic()
     image = build_image()
     MEASUREMENTS.setdefault("image_build_seconds", round(time.monotonic() - started, 1))
-    cluster = NodeCluster(images=(image,))
+    cluster = NodeCluster(images=(image, *images))
     try:
         await cluster.start()
     except ControlPlaneError as err:
         pytest.fail(f"the node-mode cluster could not start: {err}", pytrace=False)
     MEASUREMENTS.setdefault("cluster_start_seconds", round(cluster.timings["total_start"], 1))
     try:
+        if kserve:
+            try:
+                stack = await KServeStack(cluster.plane, fake_node=False).start()
+            except ControlPlaneError as err:
+                pytest.fail(f"KServe's controllers could not start on the node-mode cluster: {err}", pytrace=False)
+            MEASUREMENTS["kserve_start_seconds"] = round(stack.timings["total_start"], 1)
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest_asyncio.fixture(scope="module")
+async def node() -> AsyncIterator[NodeCluster]:
+    """A node-mode cluster with every CRD and the provider image; stopped (host restored) after
+    the module."""
+    async with node_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,283 @@
+"""A real model answering a real request: a predictor Instance, reconciled by the provider's pod
+(installed by the chart as in test_incluster) into an InferenceService that KServe's real manager
+turns into a Deployment, whose pod (the model server image of dev/modelserver, KServe's Python SDK
+and scikit-learn) loads a model this test trains and stores on a PersistentVolume, and answers a
+v1 `:predict` request sent through the Service's ClusterIP (kube-proxy's rules) from the host.
+
+Nothing answers but the model: the classes are relabelled by a random permutation before
+training, so only the estimator saved here can return the expected labels.
+
+KServe 0.20 in Standard mode needs no storage initializer for a `pvc://` storageUri: its pod
+webhook mounts the claim (read-only, the URI's path as subPath) at /mnt/models in the
+kserve-container, which the test checks on the pod.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.client
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import pytest_asyncio
+import yaml
+
+from cluster.node import NodeCluster
+from tests.e2e.conftest import MEASUREMENTS, ROOT, build_image, node_cluster
+from tests.e2e.support import get_json, kubectl, provider_writes, the_leader, wait_for
+
+NAMESPACE = "inference"
+INSTANCE = "iris"
+CLAIM = "iris-model"
+MODEL_PATH = "iris"  # inside the volume: pvc://CLAIM/MODEL_PATH
+RUNTIME = "e2e-sklearn-local"
+MODEL_SERVER_IMAGE = "provider-kserve-sklearnserver:local"  # dev/build-image.sh modelserver
+REQUIREMENTS = ROOT / "dev" / "modelserver" / "requirements.txt"
+# One flower of each species (setosa, versicolor, virginica) from the iris data set.
+SAMPLES = (0, 60, 120)
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    directory: Path  # holds MODEL_PATH/model.joblib
+    features: list[list[float]]  # SAMPLES' measurements
+    expected: list[int]  # their relabelled classes, which the estimator predicts here too
+
+
+@pytest_asyncio.fixture(scope="module")
+async def node() -> AsyncIterator[NodeCluster]:
+    """The node-mode cluster with the model server image imported and KServe's controllers."""
+    async with node_cluster(build_image(target="modelserver"), kserve=True) as cluster:
+        yield cluster
+
+
+def _pinned_sklearn() -> str:
+    for line in REQUIREMENTS.read_text().splitlines():
+        if line.startswith("scikit-learn=="):
+            return line.split("==", 1)[1].strip()
+    raise AssertionError(f"{REQUIREMENTS} pins no scikit-learn version")
+
+
+@pytest.fixture(scope="module")
+def trained() -> Iterator[TrainedModel]:
+    """A logistic regression on iris with the classes permuted (never the identity), saved with
+    joblib in a directory of its own (removed afterwards), readable by the server's uid."""
+    import joblib  # the e2e extra (make e2e installs it)
+    import numpy
+    import sklearn
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LogisticRegression
+
+    assert sklearn.__version__ == _pinned_sklearn(), (
+        f"the test trains with scikit-learn {sklearn.__version__}, the model server loads with "
+        f"{_pinned_sklearn()} ({REQUIREMENTS}); pin the same version in pyproject's e2e extra"
+    )
+    rng = numpy.random.default_rng()
+    permutation = [0, 1, 2]
+    while permutation == [0, 1, 2]:
+        permutation = [int(c) for c in rng.permutation(3)]
+    features, classes = load_iris(return_X_y=True)
+    labels = numpy.array([permutation[c] for c in classes])
+    estimator = LogisticRegression(max_iter=1000).fit(features, labels)
+    chosen = [[float(x) for x in features[i]] for i in SAMPLES]
+    expected = [permutation[int(classes[i])] for i in SAMPLES]
+    assert estimator.predict(chosen).tolist() == expected, "the trained model misclassifies a sample"
+    directory = Path(tempfile.mkdtemp(prefix="provider-kserve-node-model-"))
+    try:
+        directory.chmod(0o755)
+        (directory / MODEL_PATH).mkdir(mode=0o755)
+        joblib.dump(estimator, directory / MODEL_PATH / "model.joblib")
+        (directory / MODEL_PATH / "model.joblib").chmod(0o644)
+        yield TrainedModel(directory, chosen, expected)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _volume(model: TrainedModel) -> list[dict[str, Any]]:
+    """A hostPath PersistentVolume holding the model, pre-bound to its claim."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{NAMESPACE}-{CLAIM}"},
+            "spec": {
+                "capacity": {"storage": "10Mi"},
+                "accessModes": ["ReadOnlyMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": NAMESPACE, "name": CLAIM},
+                "hostPath": {"path": str(model.directory), "type": "Directory"},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": CLAIM, "namespace": NAMESPACE},
+            "spec": {
+                "accessModes": ["ReadOnlyMany"],
+                "storageClassName": "",
+                "volumeName": f"{NAMESPACE}-{CLAIM}",
+                "resources": {"requests": {"storage": "10Mi"}},
+            },
+        },
+    ]
+
+
+def _runtime() -> dict[str, Any]:
+    """A ClusterServingRuntime for sklearn running the locally built model server (never pulled)."""
+    return {
+        "apiVersion": "serving.kserve.io/v1alpha1",
+        "kind": "ClusterServingRuntime",
+        "metadata": {"name": RUNTIME},
+        "spec": {
+            # Only where an Instance names it: KServe's own sklearn runtimes stay the default.
+            "supportedModelFormats": [{"name": "sklearn", "version": "1", "autoSelect": False}],
+            "protocolVersions": ["v1"],
+            "containers": [
+                {
+                    "name": "kserve-container",
+                    "image": MODEL_SERVER_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "args": [
+                        "--model_name={{.Name}}",
+                        "--model_dir=/mnt/models",
+                        "--http_port=8080",
+                        "--enable_grpc=false",
+                    ],
+                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                }
+            ],
+        },
+    }
+
+
+def _instance() -> dict[str, Any]:
+    return {
+        "apiVersion": "core.openeverest.io/v1alpha1",
+        "kind": "Instance",
+        "metadata": {"name": INSTANCE, "namespace": NAMESPACE},
+        "spec": {
+            "providerRef": {"name": "provider-kserve"},
+            "topology": {"type": "predictor"},
+            "components": {
+                "predictor": {
+                    "type": "modelServer",
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "256Mi"},
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                    },
+                    "parameters": {
+                        "modelFormat": "sklearn",
+                        "storageURI": f"pvc://{CLAIM}/{MODEL_PATH}",
+                        "runtime": RUNTIME,
+                        "minReplicas": 1,
+                        "maxReplicas": 1,
+                    },
+                }
+            },
+        },
+    }
+
+
+def _apply(node: NodeCluster, *objects: dict[str, Any]) -> None:
+    node.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+
+
+@pytest.fixture(scope="module")
+def served(node: NodeCluster, install: Callable[..., None], trained: TrainedModel) -> Iterator[dict[str, Any]]:
+    """The provider installed by the chart, the model's volume, the runtime and the Instance
+    applied; the Instance once Ready. Everything is deleted again afterwards, the volume last."""
+    install()
+    kubectl(node, "create", "namespace", NAMESPACE)
+    _apply(node, *_volume(trained))
+    _apply(node, _runtime())
+    started = time.monotonic()
+    _apply(node, _instance())
+    try:
+        instance = wait_for("the Instance Ready through KServe", functools.partial(_ready, node), timeout=600)
+        MEASUREMENTS["inference_ready_seconds"] = round(time.monotonic() - started, 1)
+        yield instance
+    finally:
+        kubectl(node, "delete", "instance", INSTANCE, "-n", NAMESPACE, "--ignore-not-found", "--timeout=120s",
+                check=False)  # fmt: skip
+        kubectl(node, "delete", "pvc", CLAIM, "-n", NAMESPACE, "--ignore-not-found", "--timeout=60s", check=False)
+        kubectl(node, "delete", "pv", f"{NAMESPACE}-{CLAIM}", "--ignore-not-found", "--timeout=60s", check=False)
+        kubectl(node, "delete", "clusterservingruntime", RUNTIME, "--ignore-not-found", check=False)
+
+
+def _ready(node: NodeCluster) -> dict[str, Any] | None:
+    instance = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)
+    status = instance.get("status") or {}
+    if status.get("phase") == "Failed":
+        raise AssertionError(f"the Instance failed: {status.get('message')}")
+    return instance if status.get("phase") == "Ready" else None
+
+
+def _connection_url(node: NodeCluster, instance: dict[str, Any]) -> str:
+    name = instance["status"]["connectionSecretRef"]["name"]
+    data = get_json(node, "secret", "-n", NAMESPACE, name)["data"]
+    return base64.b64decode(data["uri"]).decode()
+
+
+def _service_address(node: NodeCluster, host: str) -> tuple[str, int]:
+    """What cluster DNS would answer for `<service>.<namespace>.svc.cluster.local` (the node runs
+    no DNS server): the Service's ClusterIP, and its port."""
+    service, namespace, *_ = host.split(".")
+    spec = get_json(node, "service", "-n", namespace, service)["spec"]
+    return spec["clusterIP"], int(spec["ports"][0]["port"])
+
+
+def _post(ip: str, port: int, host: str, path: str, body: dict[str, Any]) -> tuple[int, str]:
+    connection = http.client.HTTPConnection(ip, port, timeout=10)
+    try:
+        connection.request("POST", path, json.dumps(body), {"Host": host, "Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def test_the_model_answers_a_predict_request(node: NodeCluster, served: dict[str, Any], trained: TrainedModel) -> None:
+    url = _connection_url(node, served)
+    parts = urlsplit(url)
+    assert parts.scheme == "http" and parts.hostname == f"{INSTANCE}-predictor.{NAMESPACE}.svc.cluster.local", url
+    ip, port = _service_address(node, parts.hostname)
+    assert port == (parts.port or 80)
+    path = f"{parts.path.rstrip('/')}/v1/models/{INSTANCE}:predict"
+    started = time.monotonic()
+    # From the host through kube-proxy's rules for the ClusterIP, as a client pod would.
+    status, answer = _post(ip, port, parts.hostname, path, {"instances": trained.features})
+    MEASUREMENTS["inference_request_seconds"] = round(time.monotonic() - started, 3)
+    assert status == 200, answer
+    assert json.loads(answer) == {"predictions": trained.expected}
+    # A request the model cannot read is refused, not answered with something.
+    assert _post(ip, port, parts.hostname, path, {"instances": []})[0] == 400
+
+
+def test_kserve_mounts_the_claim_without_a_storage_initializer(node: NodeCluster, served: dict[str, Any]) -> None:
+    selector = f"serving.kserve.io/inferenceservice={INSTANCE}"
+    (pod,) = get_json(node, "pods", "-n", NAMESPACE, "-l", selector)["items"]
+    assert not pod["spec"].get("initContainers")
+    (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "kserve-container"]
+    assert container["image"].endswith(MODEL_SERVER_IMAGE)
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts["/mnt/models"]["subPath"] == MODEL_PATH and mounts["/mnt/models"]["readOnly"] is True
+    claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in pod["spec"]["volumes"]}
+    assert claims[mounts["/mnt/models"]["name"]] == CLAIM
+    # The InferenceService was written by the provider's pod (the chart's ServiceAccount) and
+    # reconciled by KServe's manager into this pod.
+    isvc = get_json(node, "inferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
+    assert isvc["spec"]["predictor"]["model"]["runtime"] == RUNTIME
+    writers = {w["pod"] for w in provider_writes(node) if w["objectRef"].get("resource") == "inferenceservices"}
+    assert writers == {the_leader(node)["metadata"]["name"]}
+    (deployment,) = pod["metadata"]["ownerReferences"]
+    assert deployment["kind"] == "ReplicaSet" and deployment["name"].startswith(f"{INSTANCE}-predictor-")
