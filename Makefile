@@ -20,13 +20,18 @@ $(STAMP): pyproject.toml requirements/dev.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev}.lock (uv)
+## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev,e2e}.lock and the
+## e2e model server's into dev/modelserver/requirements.lock (uv)
 lock: $(STAMP)
 	$(BIN)/pip install --quiet uv
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --no-header --annotation-style line \
 		-o requirements/runtime.lock
 	$(BIN)/uv pip compile pyproject.toml --extra dev --extra bench --python-version 3.11 --no-header \
 		--annotation-style line -o requirements/dev.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra bench --extra e2e --python-version 3.11 \
+		--no-header --annotation-style line -o requirements/e2e.lock
+	$(BIN)/uv pip compile dev/modelserver/requirements.in --python-version 3.11 --no-header \
+		--annotation-style line -o dev/modelserver/requirements.lock
 
 venv: $(STAMP)
 
@@ -57,8 +62,8 @@ e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh kserve >/dev/null
 	$(BIN)/pytest -q -m e2e tests/e2e
 
-$(E2E_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,e2e]'
+$(E2E_STAMP): $(STAMP) requirements/e2e.lock
+	$(BIN)/pip install --quiet -r requirements/e2e.lock
 	touch $(E2E_STAMP)
 
 ## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/

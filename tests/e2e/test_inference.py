@@ -41,7 +41,7 @@ CLAIM = "iris-model"
 MODEL_PATH = "iris"  # inside the volume: pvc://CLAIM/MODEL_PATH
 RUNTIME = "e2e-sklearn-local"
 MODEL_SERVER_IMAGE = "provider-kserve-sklearnserver:local"  # dev/build-image.sh modelserver
-REQUIREMENTS = ROOT / "dev" / "modelserver" / "requirements.txt"
+REQUIREMENTS = ROOT / "dev" / "modelserver" / "requirements.lock"
 # One flower of each species (setosa, versicolor, virginica) from the iris data set.
 SAMPLES = (0, 60, 120)
 
