@@ -555,6 +555,10 @@ class ControlPlane:
     # More identities in the static token file: user name -> groups. Their tokens: user_tokens.
     users: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extra_apiserver_args: tuple[str, ...] = ()
+    # Keeps the API server's identity (port, CA and serving certificate, ServiceAccount keys, admin
+    # token and its kubeconfig) in this directory across starts, made there on first use: for a
+    # client that loads its kubeconfig once and outlives a restart, like Tilt. None: fresh per start.
+    identity_dir: Path | None = None
     workdir: Path = field(init=False)
     etcd_port: int = field(init=False, default=0)
     apiserver_port: int = field(init=False, default=0)
@@ -655,10 +659,15 @@ class ControlPlane:
 
     def _prepare(self) -> None:
         self.etcd_port, peer_port = free_port(), free_port()
-        self.apiserver_port = free_port()
         self.controller_manager_port = free_port()
-        _make_certs(self.workdir / "pki", self.address)
-        self.admin_token = secrets.token_hex(16)
+        if self.identity_dir is None:
+            self.apiserver_port = free_port()
+            _make_certs(self.workdir / "pki", self.address)
+            self.admin_token = secrets.token_hex(16)
+        else:
+            kept = kept_identity(self.identity_dir, self.address)
+            self.apiserver_port, self.admin_token = kept.port, kept.admin_token
+            shutil.copytree(self.identity_dir / "pki", self.workdir / "pki")
         kcm_token = secrets.token_hex(16)
         self.user_tokens = {user: secrets.token_hex(16) for user in self.users}
         # A distinct user for the controller manager so its writes are attributable; it is in
@@ -850,30 +859,8 @@ class ControlPlane:
     # -- clients ----------------------------------------------------------------------------
 
     def write_kubeconfig(self, path: Path, token: str, *, user: str = "user") -> Path:
-        """A kubeconfig for this apiserver and bearer `token` (e.g. from service_account_token).
-        Written to a temp name and renamed, so a watcher never reads a half-written file."""
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority-data": base64.b64encode(self.ca_file.read_bytes()).decode(),
-                    },
-                }
-            ],
-            "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
-            "current-context": "local",
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-        tmp.chmod(0o600)
-        tmp.replace(path)
-        return path
+        """A kubeconfig for this apiserver and bearer `token` (e.g. from service_account_token)."""
+        return write_kubeconfig_file(path, self.server, self.ca_file, token, user=user)
 
     @contextlib.asynccontextmanager
     async def client(self) -> AsyncIterator[KubeClient]:
@@ -901,6 +888,59 @@ class ControlPlane:
         async with self.client() as kube:
             await ensure_namespace(kube, namespace)
             return await install_llm_presets(kube, namespace)
+
+
+def write_kubeconfig_file(path: Path, server: str, ca_file: Path, token: str, *, user: str = "user") -> Path:
+    """A kubeconfig for `server` (trusting `ca_file`) and bearer `token`. Written to a temp name and
+    renamed, so a watcher never reads a half-written file."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+        "current-context": "local",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.chmod(0o600)
+    tmp.replace(path)
+    return path
+
+
+@dataclass(frozen=True)
+class KeptIdentity:
+    port: int
+    admin_token: str
+    kubeconfig: Path
+
+
+def kept_identity(directory: Path, address: str) -> KeptIdentity:
+    """The API server identity kept in `directory` for `address` (see ControlPlane.identity_dir),
+    made on first use: a port free now, certificates, an admin token and its kubeconfig."""
+    record, kubeconfig = directory / "identity.json", directory / "admin.kubeconfig"
+    try:
+        kept = json.loads(record.read_text())
+        if kept["address"] == address and kubeconfig.exists():
+            return KeptIdentity(int(kept["port"]), str(kept["admin_token"]), kubeconfig)
+    except (OSError, ValueError, KeyError):
+        pass
+    shutil.rmtree(directory / "pki", ignore_errors=True)
+    _make_certs(directory / "pki", address)
+    port, token = free_port(), secrets.token_hex(16)
+    record.write_text(json.dumps({"address": address, "port": port, "admin_token": token}))
+    record.chmod(0o600)
+    write_kubeconfig_file(kubeconfig, f"https://{address}:{port}", directory / "pki" / "ca.crt", token, user="admin")
+    return KeptIdentity(port, token, kubeconfig)
 
 
 def _http_ok(url: str, context: ssl.SSLContext | None = None, headers: dict[str, str] | None = None) -> bool:
