@@ -225,14 +225,23 @@ def load_llm_presets() -> list[KubeObject]:
 # -- API operations ---------------------------------------------------------------------------
 
 
-async def create_or_replace(client: KubeClient, res: Resource, obj: KubeObject) -> KubeObject:
+# What a busy API server answers (on a loaded machine a 0.7 MB CRD can exceed its request timeout):
+# worth another try. A create that timed out may have succeeded all the same: the retry gets 409.
+_BUSY = (429, 500, 503, 504)
+
+
+async def create_or_replace(client: KubeClient, res: Resource, obj: KubeObject, attempts: int = 5) -> KubeObject:
     """POST, or PUT over an existing object. Not apply: client-side apply would put the whole
     object into an annotation (256 KiB limit, the big KServe CRDs are ~0.7 MB of JSON)."""
-    try:
-        return await client.create(res, obj)
-    except ApiError as err:
-        if err.status != 409:
-            raise
+    for attempt in range(attempts):
+        try:
+            return await client.create(res, obj)
+        except ApiError as err:
+            if err.status == 409:
+                break
+            if err.status not in _BUSY or attempt == attempts - 1:
+                raise
+            await asyncio.sleep(2**attempt)
     meta = obj["metadata"]
     current = await client.get(res, meta.get("namespace"), meta["name"])
     if current is None:
@@ -1013,7 +1022,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, seconds in plane.timings.items():
                 print(f"{name:>26}: {seconds:6.2f} s")
             print(f"{'peak RSS':>26}: {_format_rss(plane.peak_rss_kib())}")
-    except ControlPlaneError as err:
+    except (ControlPlaneError, ApiError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
