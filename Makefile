@@ -30,9 +30,11 @@ test: $(STAMP) binaries lint
 	$(BIN)/pytest -q
 
 ## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
-## as the chart README says, and the in-cluster checks; the host is left as it was
+## as the chart README says, and the in-cluster checks; the Tilt dev loop (`tilt ci`, live update,
+## `tilt down`; the no-root target as an unprivileged user); the host is left as it was
 e2e: $(STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh node >/dev/null
+	dev/build-controlplane.sh tilt >/dev/null
 	$(BIN)/pytest -q -m e2e tests/e2e
 
 ## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/
