@@ -208,7 +208,12 @@ GO
 build_tilt_web() { # work-dir
   local work="$1"
   [[ -f "$work/src/pkg/assets/build/index.html" ]] && return
-  need node "tilt's web UI"
+  if [[ $EUID -eq 0 ]] && ! command -v npm >/dev/null 2>&1; then
+    log "installing the Debian packages nodejs and npm"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >&2
+  fi
+  need node "tilt's web UI (Debian packages nodejs, npm)"
   need npm "tilt's web UI (it uses the npm registry npm is configured with)"
   if [[ ! -f "$work/src/web/build/index.html" ]]; then
     local yarn

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -156,6 +158,7 @@ def test_local_target_ci_live_update_down(tmp_path: Path) -> None:
                 time.monotonic() - started, 1
             )
             wait_until("tilt up: the provider, examples and instance-status green", lambda: settled(tilt), 900)
+            ui_and_links_answer(tilt)
             live_update_reaches_the_pod(tilt, repo, kubectl, pod)
         tilt.must("down", timeout=600)
         assert background.running(state) is None
@@ -168,6 +171,40 @@ def test_local_target_ci_live_update_down(tmp_path: Path) -> None:
                            cwd=repo, check=False)  # fmt: skip
     changes = snapshot.diff(before, snapshot.take())
     assert not changes, "tilt down left host changes behind:\n" + "\n".join(changes)
+
+
+def ui_and_links_answer(tilt: Tilt) -> None:
+    """Tilt's web UI is the embedded build, the /metrics link shows the provider's metrics, and an
+    Instance status link shows the Instance through a proxy that refuses anything else."""
+    index = _http(f"http://localhost:{tilt.port}/")[1]
+    assert "<title>Tilt</title>" in index
+    script = index.split('src="/static/js/', 1)[1].split('"', 1)[0]
+    assert _http(f"http://localhost:{tilt.port}/static/js/{script}")[0] == 200
+    metrics_link = f"http://localhost:{tilt.env['METRICS_PORT']}/metrics"
+    _, metrics = wait_until("the /metrics link", lambda: _ok(metrics_link), 60)
+    assert "provider_reconciles_total" in metrics
+    proxy = f"http://localhost:{tilt.env['API_PROXY_PORT']}"
+    name = _examples()[0]["metadata"]["name"]
+    instance = json.loads(_http(f"{proxy}/apis/core.openeverest.io/v1alpha1/namespaces/models/instances/{name}")[1])
+    assert instance["status"]["phase"]
+    assert _http(f"{proxy}/api/v1/secrets")[0] == 403
+    assert _http(f"{proxy}/apis/core.openeverest.io/v1alpha1/namespaces/models/instances/{name}", "DELETE")[0] == 403
+
+
+def _http(url: str, method: str = "GET") -> tuple[int, str]:
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status), response.read().decode(errors="replace")
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+    except (urllib.error.URLError, OSError):
+        return 0, ""
+
+
+def _ok(url: str) -> tuple[int, str] | None:
+    answer = _http(url)
+    return answer if answer[0] == 200 else None
 
 
 def ci_until_ready(tilt: Tilt, kubectl: Kubectl, run: str) -> dict[str, Any]:
@@ -264,6 +301,7 @@ def test_process_target_without_root(unprivileged_home: Path) -> None:
         wait_until("tilt up: the provider green", lambda: tilt.resource_ready(RELEASE), 600)
         MEASUREMENTS["tilt_process_up_to_ready_provider_seconds"] = round(time.monotonic() - started, 1)
         wait_until("tilt up: the provider, examples and instance-status green", lambda: settled(tilt), 600)
+        ui_and_links_answer(tilt)
         assert examples_reconciled(kubectl)
         first = wait_until("the provider process", lambda: provider_process(tilt), 60)
         assert process_uid(first) == NOBODY
