@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,17 +129,6 @@ class Tilt:
             "ok",
             "not_applicable",
         )
-
-
-def wait_until(what: str, probe: Any, timeout: float, interval: float = 1.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def base_env(**extra: str) -> dict[str, str]:
