@@ -56,10 +56,12 @@ test: $(STAMP) kserve-binaries lint
 
 ## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
 ## as the chart README says, and the in-cluster checks; KServe's manager serving a model the test
-## trains (scikit-learn, the e2e extra) from a PersistentVolume; the host is left as it was
+## trains (scikit-learn, the e2e extra) from a PersistentVolume; the Tilt dev loop (`tilt ci`, live
+## update, `tilt down`; the no-root target as an unprivileged user); the host is left as it was
 e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh node >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
+	dev/build-controlplane.sh tilt >/dev/null
 	$(BIN)/pytest -q -m e2e tests/e2e
 
 $(E2E_STAMP): $(STAMP) requirements/e2e.lock

@@ -10,19 +10,23 @@
 # KServe's controllers need a wrapper module too: its go.mod replaces controller-runtime, k8s.io/*
 # and a few others, and those directives only count in the main module, so ours copies them.
 #
-# Usage: dev/build-controlplane.sh [controlplane|node|scheduler|kserve|kwok|helm|tilt|all]   (default: controlplane)
+# Usage: dev/build-controlplane.sh [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, etcd
 #   node          kubelet, kube-scheduler, kube-proxy, kubectl (same wrapper module and version)
+#   kubectl       kubectl alone (the Tiltfile's no-root `process` target)
 #   scheduler     kube-scheduler alone (for kwok's fake nodes)
 #   kserve        KServe's manager (InferenceService) and llmisvc (LLMInferenceService) controllers,
 #                 plus KServe's config/ (ConfigMap, ClusterServingRuntimes) from the same module
 #   kwok          kwok (fake nodes and pods) and its Stage definitions
+#   helm          helm
+#   tilt          tilt with its web UI (a wrapper module too, see build_tilt)
+# Prints the directory holding the binaries.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.34.4}"
 STAGING_VERSION="0.${K8S_VERSION#1.}"
 HELM_VERSION="${HELM_VERSION:-v3.19.0}"
-TILT_VERSION="${TILT_VERSION:-v0.35.2}"
+TILT_VERSION="${TILT_VERSION:-v0.37.5}"
 KSERVE_VERSION="${KSERVE_VERSION:-v0.20.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE="${PROVIDER_KSERVE_CACHE:-$HOME/.cache/provider-kserve}"
@@ -248,6 +252,12 @@ build_scheduler() {
   echo "$work/bin"
 }
 
+build_kubectl() {
+  local work="$CACHE/k8s-$K8S_VERSION"
+  with_lock "$work" build_k8s_commands "$work" kubectl
+  echo "$work/bin"
+}
+
 install_tool() { # name module version bin
   local name="$1" module="$2" version="$3" bin="$4"
   if [[ -x "$bin/$name" ]]; then
@@ -265,11 +275,109 @@ build_tool() { # name module version
   echo "$bin"
 }
 
+# Tilt's go.mod has replace directives (go-restful v3.9.0, pkg/browser from tilt-dev's fork) that
+# `go install module@version` refuses, and a dependency's replaces are ignored: the wrapper module
+# copies them, as the Kubernetes one pins the staging modules. Tilt itself is built from a copy of
+# its module (`src/`, replacing it): its web UI is not in the module (release binaries embed a build
+# of its web/ sources into pkg/assets/build), so the copy gets one, and the module cache is
+# read-only (and `go build -overlay` may not replace files in it).
+prepare_tilt_module() { # work-dir
+  local work="$1"
+  mkdir -p "$work"
+  cd "$work"
+  [[ -f .prepared ]] && return
+  need go "tilt"
+  rm -rf go.mod go.sum src
+  go mod init local.invalid/tiltbin >&2
+  local info gomod dir
+  info=$(go mod download -json "github.com/tilt-dev/tilt@$TILT_VERSION")
+  gomod=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$info")
+  dir=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$info")
+  go mod edit -go="$(go mod edit -json "$gomod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
+  local replace
+  for replace in $(go mod edit -json "$gomod" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    old, new = r["Old"], r["New"]
+    print(old["Path"] + ("@" + old["Version"] if old.get("Version") else "") + "=" + new["Path"] + "@" + new["Version"])
+'); do
+    go mod edit -replace="$replace"
+  done
+  cp -r "$dir" src
+  chmod -R u+w src
+  go mod edit -require="github.com/tilt-dev/tilt@$TILT_VERSION" -replace=github.com/tilt-dev/tilt=./src
+  cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import _ "github.com/tilt-dev/tilt/cmd/tilt"
+GO
+  log "resolving tilt $TILT_VERSION's dependencies"
+  go mod tidy >&2
+  touch .prepared
+}
+
+# Tilt's web UI, built from the module's web/ sources with the yarn release they vendor, from the
+# npm registry npm is configured with, into the copy's pkg/assets/build (where it is embedded).
+build_tilt_web() { # work-dir
+  local work="$1"
+  [[ -f "$work/src/pkg/assets/build/index.html" ]] && return
+  if [[ $EUID -eq 0 ]] && ! command -v npm >/dev/null 2>&1; then
+    log "installing the Debian packages nodejs and npm"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >&2
+  fi
+  need node "tilt's web UI (Debian packages nodejs, npm)"
+  need npm "tilt's web UI (it uses the npm registry npm is configured with)"
+  if [[ ! -f "$work/src/web/build/index.html" ]]; then
+    local yarn
+    yarn=$(ls "$work"/src/web/.yarn/releases/yarn-*.cjs)
+    log "building tilt's web UI (yarn install + react-scripts build; first run: several minutes)"
+    (
+      cd "$work/src/web"
+      export YARN_NPM_REGISTRY_SERVER="$(npm config get registry)" YARN_ENABLE_TELEMETRY=0 \
+        YARN_ENABLE_PROGRESS_BARS=0 YARN_ENABLE_GLOBAL_CACHE=0
+      node "$yarn" install --immutable >&2
+      # CI=false: react-scripts would fail the build on lint warnings under CI=true.
+      CI=false GENERATE_SOURCEMAP=false node "$yarn" build >&2
+    )
+    # The build is all that is kept (node_modules and yarn's cache: several hundred MB).
+    rm -rf "$work/src/web/node_modules" "$work/src/web/.yarn/cache"
+  fi
+  cp -r "$work/src/web/build/." "$work/src/pkg/assets/build/"
+}
+
+build_tilt_binary() { # work-dir bin
+  local work="$1" bin="$2"
+  if [[ -x "$bin/tilt" ]]; then
+    log "tilt $TILT_VERSION cached in $bin"
+    return
+  fi
+  prepare_tilt_module "$work"
+  build_tilt_web "$work"
+  log "compiling tilt $TILT_VERSION (cold: several minutes on 2 cores)"
+  mkdir -p "$bin"
+  # A release build (version set): Tilt serves the embedded UI then, not a dev server's.
+  (cd "$work" && go build -p "$(nproc)" -trimpath -tags osusergo -o "$bin/tilt.tmp" \
+    -ldflags "-s -w -X main.version=${TILT_VERSION#v} -X main.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    github.com/tilt-dev/tilt/cmd/tilt)
+  mv "$bin/tilt.tmp" "$bin/tilt"
+  "$bin/tilt" version >&2
+}
+
+build_tilt() {
+  local bin="$CACHE/tools/tilt-$TILT_VERSION"
+  with_lock "$bin" build_tilt_binary "$CACHE/tilt-$TILT_VERSION" "$bin"
+  echo "$bin"
+}
+
 case "${1:-controlplane}" in
   controlplane) build_controlplane ;;
   node) build_node ;;
+  kubectl) build_kubectl ;;
   helm) build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
-  tilt) build_tool tilt github.com/tilt-dev/tilt/cmd/tilt "$TILT_VERSION" ;;
+  tilt) build_tilt ;;
   scheduler) build_scheduler ;;
   kserve) build_kserve ;;
   kwok) build_kwok ;;
@@ -279,7 +387,7 @@ case "${1:-controlplane}" in
     build_kserve
     build_kwok
     build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
-    build_tool tilt github.com/tilt-dev/tilt/cmd/tilt "$TILT_VERSION"
+    build_tilt
     ;;
-  *) echo "usage: $0 [controlplane|node|scheduler|kserve|kwok|helm|tilt|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|all]" >&2; exit 2 ;;
 esac

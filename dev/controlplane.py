@@ -17,9 +17,7 @@ dev/build-controlplane.sh, which builds them from Go modules once and caches the
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import os
 import secrets
 import shutil
@@ -29,16 +27,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from actors.kube import KubeClient
+from plane import commands, etcd
 from plane.binaries import _require_executables, crds_dir, find_binaries, shared_dir
 from plane.constants import (
     _STOP_GRACE,
@@ -68,6 +62,7 @@ from plane.crds import (
     wait_established,
     wait_served,
 )
+from plane.identity import KeptIdentity, kept_identity, write_kubeconfig_file
 from plane.pki import _make_certs, _openssl
 from plane.processes import (
     _WORKDIR_PREFIX,
@@ -81,6 +76,7 @@ from plane.processes import (
     _sweep_orphaned_workdirs,
     free_port,
 )
+from plane.supervision import Supervision
 
 # What the tests, the demos, the node mode (dev/cluster) and the benchmarks import from here.
 __all__ = [
@@ -94,6 +90,7 @@ __all__ = [
     "SERVICE_CLUSTER_IP_RANGE",
     "ControlPlane",
     "ControlPlaneError",
+    "KeptIdentity",
     "_Process",
     "_block_until_signal",
     "_format_rss",
@@ -107,6 +104,7 @@ __all__ = [
     "free_port",
     "install_crds",
     "install_llm_presets",
+    "kept_identity",
     "load_crds",
     "main",
     "retry_transient",
@@ -115,10 +113,12 @@ __all__ = [
     "transient",
     "wait_established",
     "wait_served",
+    "write_kubeconfig_file",
 ]
 
+
 @dataclass(eq=False)
-class ControlPlane:
+class ControlPlane(Supervision):
     """etcd + kube-apiserver (+ kube-controller-manager) on 127.0.0.1.
 
     `start()` blocks until /readyz; the admin kubeconfig is `kubeconfig`. CRD helpers are async
@@ -146,6 +146,10 @@ class ControlPlane:
     # More identities in the static token file: user name -> groups. Their tokens: user_tokens.
     users: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extra_apiserver_args: tuple[str, ...] = ()
+    # Keeps the API server's identity (port, CA and serving certificate, ServiceAccount keys, admin
+    # token and its kubeconfig) in this directory across starts, made there on first use: for a
+    # client that loads its kubeconfig once and outlives a restart, like Tilt. None: fresh per start.
+    identity_dir: Path | None = None
     workdir: Path = field(init=False)
     etcd_port: int = field(init=False, default=0)
     apiserver_port: int = field(init=False, default=0)
@@ -154,7 +158,6 @@ class ControlPlane:
     user_tokens: dict[str, str] = field(init=False, default_factory=dict)
     timings: dict[str, float] = field(init=False, default_factory=dict)
     _procs: dict[str, _Process] = field(init=False, default_factory=dict)
-    # Started by add_process (a scheduler, kwok, controllers), in start order, with stop graces.
     _extra: dict[str, tuple[_Process, float]] = field(init=False, default_factory=dict)
     _peaks: dict[str, int] = field(init=False, default_factory=dict)
 
@@ -227,9 +230,7 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop every process (those added last first, then controller-manager, apiserver, etcd)
         and remove the temp dir."""
-        for extra, grace in reversed(list(self._extra.values())):
-            self._sample_peak(extra)
-            extra.stop(grace)
+        self._stop_extra()
         for name in (CONTROLLER_MANAGER, APISERVER, ETCD):
             proc = self._procs.get(name)
             if proc is not None:
@@ -252,10 +253,15 @@ class ControlPlane:
 
     def _prepare(self) -> None:
         self.etcd_port, peer_port = free_port(), free_port()
-        self.apiserver_port = free_port()
         self.controller_manager_port = free_port()
-        _make_certs(self.workdir / "pki", self.address)
-        self.admin_token = secrets.token_hex(16)
+        if self.identity_dir is None:
+            self.apiserver_port = free_port()
+            _make_certs(self.workdir / "pki", self.address)
+            self.admin_token = secrets.token_hex(16)
+        else:
+            kept = kept_identity(self.identity_dir, self.address)
+            self.apiserver_port, self.admin_token = kept.port, kept.admin_token
+            shutil.copytree(self.identity_dir / "pki", self.workdir / "pki")
         kcm_token = secrets.token_hex(16)
         self.user_tokens = {user: secrets.token_hex(16) for user in self.users}
         # A distinct user for the controller manager so its writes are attributable; it is in
@@ -270,79 +276,11 @@ class ControlPlane:
         self.write_kubeconfig(self.kubeconfig, self.admin_token, user="admin")
         self.write_kubeconfig(self.workdir / "kcm.kubeconfig", kcm_token, user="kube-controller-manager")
         pki = self.workdir / "pki"
-        self._procs[ETCD] = self._etcd_process(peer_port)
-        self._procs[APISERVER] = self._apiserver_process(pki)
-        self._procs[CONTROLLER_MANAGER] = self._controller_manager_process(pki)
+        self._procs[ETCD] = commands.etcd(self, peer_port)
+        self._procs[APISERVER] = commands.apiserver(self, pki)
+        self._procs[CONTROLLER_MANAGER] = commands.controller_manager(self, pki)
 
-    def _etcd_process(self, peer_port: int) -> _Process:
-        return _Process(
-            ETCD,
-            [
-                str(self._bin(ETCD)),
-                "--name=local",
-                f"--data-dir={self.workdir / 'etcd'}",
-                f"--listen-client-urls={self.etcd_url}",
-                f"--advertise-client-urls={self.etcd_url}",
-                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-cluster=local=http://127.0.0.1:{peer_port}",
-                "--unsafe-no-fsync",  # test data: durability across power loss is irrelevant
-                "--log-level=warn",
-            ],
-            self.workdir / "etcd.log",
-        )
-
-    def _apiserver_process(self, pki: Path) -> _Process:
-        return _Process(
-            APISERVER,
-            [
-                str(self._bin(APISERVER)),
-                f"--etcd-servers={self.etcd_url}",
-                f"--bind-address={self.address}",
-                f"--advertise-address={self.address}",
-                f"--secure-port={self.apiserver_port}",
-                f"--cert-dir={self.workdir / 'apiserver-certs'}",
-                f"--tls-cert-file={pki / 'apiserver.crt'}",
-                f"--tls-private-key-file={pki / 'apiserver.key'}",
-                f"--token-auth-file={self.workdir / 'tokens.csv'}",
-                f"--authorization-mode={','.join(self.authorization_modes)}",
-                # Without the serviceaccount controller the plugin would reject every pod whose
-                # ServiceAccount does not exist yet.
-                *([] if self.service_account_admission else ["--disable-admission-plugins=ServiceAccount"]),
-                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-                "--allow-privileged=true",
-                f"--service-account-issuer={self.server}/",
-                f"--service-account-key-file={pki / 'sa.pub'}",
-                f"--service-account-signing-key-file={pki / 'sa.key'}",
-                f"--watch-cache={'true' if self.watch_cache else 'false'}",
-                # The default reconciler rejects 127.0.0.1 as an Endpoints address and logs an
-                # error every 10 s; nothing routes to the `kubernetes` Service on loopback anyway.
-                *(["--endpoint-reconciler-type=none"] if self.address == "127.0.0.1" else []),
-                *self.extra_apiserver_args,
-            ],
-            self.workdir / "kube-apiserver.log",
-        )
-
-    def _controller_manager_process(self, pki: Path) -> _Process:
-        return _Process(
-            CONTROLLER_MANAGER,
-            [
-                str(self._bin(CONTROLLER_MANAGER)),
-                f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}",
-                "--leader-elect=false",
-                f"--controllers={','.join(self.controllers)}",
-                # For the root-CA publisher (the kube-root-ca.crt ConfigMap every pod's token
-                # volume projects) and the token controller, when they run.
-                f"--root-ca-file={pki / 'ca.crt'}",
-                f"--service-account-private-key-file={pki / 'sa.key'}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={self.controller_manager_port}",
-                f"--cert-dir={self.workdir / 'kcm-certs'}",
-            ],
-            self.workdir / "kube-controller-manager.log",
-        )
-
-    def _bin(self, name: str) -> Path:
+    def binary(self, name: str) -> Path:
         assert self.bin_dir is not None
         return self.bin_dir / name
 
@@ -406,108 +344,24 @@ class ControlPlane:
         self._wait(proc, lambda: _http_ok(url, insecure), timeout=60.0)
         self.timings["controller_manager_ready"] = time.monotonic() - started
 
-    def add_process(
-        self,
-        name: str,
-        args: list[str],
-        *,
-        env: dict[str, str] | None = None,
-        ready: Callable[[], bool] | None = None,
-        timeout: float = 120.0,
-        grace: float = 5.0,
-    ) -> _Process:
-        """Start one more process beside the control plane and wait until `ready()`. Its log is
-        `<workdir>/<name>.log`; it is stopped (SIGTERM, `grace` seconds, SIGKILL) before the
-        control plane, and counted in peak_rss_kib()."""
-        if name in self._procs or name in self._extra:
-            raise ControlPlaneError(f"a process named {name} is already supervised")
-        proc = _Process(name, args, self.workdir / f"{name}.log", env=env)
-        self._extra[name] = (proc, grace)
-        started = time.monotonic()
-        proc.start()
-        if ready is not None:
-            self._wait(proc, ready, timeout)
-            self.timings[f"{name}_ready"] = time.monotonic() - started
-        return proc
-
-    def process(self, name: str) -> _Process:
-        """A process started by add_process (to restart it, or read its log)."""
-        return self._extra[name][0]
-
-    def _wait(self, proc: _Process, ready: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if not proc.running():
-                raise ControlPlaneError(f"{proc.name} exited during startup; log tail:\n{proc.log_tail()}")
-            if time.monotonic() > deadline:
-                raise ControlPlaneError(f"{proc.name} not ready after {timeout:.0f}s; log tail:\n{proc.log_tail()}")
-            time.sleep(0.05)
-
     # -- etcd -------------------------------------------------------------------------------
-
-    def _etcd_post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            f"{self.etcd_url}{path}",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            result: dict[str, Any] = json.loads(response.read())
-            return result
 
     def etcd_revision(self) -> int:
         """etcd's current revision, which is also the newest resourceVersion the apiserver hands out."""
-        status = self._etcd_post("/v3/maintenance/status", {})
-        return int(status["header"]["revision"])
+        return etcd.revision(self.etcd_url)
 
     def compact(self, revision: int | None = None) -> int:
-        """Compact etcd up to `revision` (default: current) through its v3 HTTP gateway; returns
-        the revision. Watches and paginated lists from older resourceVersions then get 410 Gone,
-        as long as they reach etcd: true with the default watch_cache=False. With the watch
-        cache on, follow with restart_apiserver() (a fresh cache refuses older versions)."""
-        target = self.etcd_revision() if revision is None else revision
-        self._etcd_post("/v3/kv/compaction", {"revision": str(target), "physical": True})
-        return target
-
-    # -- memory -----------------------------------------------------------------------------
-
-    def _sample_peak(self, proc: _Process) -> None:
-        self._peaks[proc.name] = max(self._peaks.get(proc.name, 0), proc.peak_kib())
-
-    def peak_rss_kib(self) -> dict[str, int]:
-        """Peak resident set (VmHWM, KiB) per control-plane process, kept across restarts."""
-        for proc in [*self._procs.values(), *(p for p, _ in self._extra.values())]:
-            self._sample_peak(proc)
-        return {name: kib for name, kib in self._peaks.items() if kib}
+        """Compact etcd up to `revision` (default: current); returns the revision. Watches and
+        paginated lists from older resourceVersions then get 410 Gone, as long as they reach etcd:
+        true with the default watch_cache=False. With the watch cache on, follow with
+        restart_apiserver() (a fresh cache refuses older versions)."""
+        return etcd.compact(self.etcd_url, revision)
 
     # -- clients ----------------------------------------------------------------------------
 
     def write_kubeconfig(self, path: Path, token: str, *, user: str = "user") -> Path:
-        """A kubeconfig for this apiserver and bearer `token` (e.g. from service_account_token).
-        Written to a temp name and renamed, so a watcher never reads a half-written file."""
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority-data": base64.b64encode(self.ca_file.read_bytes()).decode(),
-                    },
-                }
-            ],
-            "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
-            "current-context": "local",
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-        tmp.chmod(0o600)
-        tmp.replace(path)
-        return path
+        """A kubeconfig for this apiserver and bearer `token` (e.g. from service_account_token)."""
+        return write_kubeconfig_file(path, self.server, self.ca_file, token, user=user)
 
     @contextlib.asynccontextmanager
     async def client(self) -> AsyncIterator[KubeClient]:
@@ -535,7 +389,6 @@ class ControlPlane:
         async with self.client() as kube:
             await ensure_namespace(kube, namespace)
             return await install_llm_presets(kube, namespace)
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,13 +33,13 @@ from controlplane import (  # noqa: E402
     ControlPlane,
     ControlPlaneError,
     _format_rss,
-    _vm_hwm_kib,
     create_or_replace,
     ensure_namespace,
     retry_transient,
 )
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402
+from plane.processes import _vm_hwm_kib  # noqa: E402
 
 NAMESPACE = "demo"
 DERIVED = (

@@ -3,6 +3,8 @@
     .venv/bin/python -m cluster up [--image ARCHIVE ...] [--kubeconfig-out PATH] [--kserve]   # until signalled
     .venv/bin/python -m cluster check [--image ARCHIVE ...]    # start, print timings and memory, stop
     .venv/bin/python -m cluster cleanup                        # undo what a killed cluster left behind
+    .venv/bin/python -m cluster start|stop|import|identity --state-dir D ...   # in the background, for
+                                                               # Tilt (see cluster/background.py)
 
 (with `dev` on PYTHONPATH, as the Makefile sets it). `--kserve` also runs KServe's real controllers
 against it (dev/kservestack, out-of-cluster, webhooks on 127.0.0.1), with KServe's configuration.
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from cluster import host
+from cluster import background, host
 from cluster.node import NodeCluster
 from controlplane import ControlPlaneError, _block_until_signal, _format_rss
 from kservestack import KServeStack
@@ -32,14 +36,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
         p.add_argument("--keep", action="store_true", help="keep the work dir (logs) after stopping")
         p.add_argument("--kserve", action="store_true", help="also run KServe's controllers against it")
+    up.add_argument("--state-dir", type=Path, help="keep the API server's identity here and record the cluster")
     sub.add_parser("cleanup", help="undo the host changes of a cluster whose process died")
+    _add_background_commands(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "cleanup":
             with host.host_lock():
                 host.recover_orphan()
             return 0
-        cluster = NodeCluster(images=tuple(args.image), keep_dir=args.keep)
+        if args.command in ("identity", "start", "stop", "import"):
+            return background.command(args)
+        state_dir = getattr(args, "state_dir", None)
+        identity = background.identity_dir(state_dir.resolve()) if state_dir else None
+        cluster = NodeCluster(images=tuple(args.image), keep_dir=args.keep, identity_dir=identity)
         asyncio.run(cluster.start())
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -55,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             print(f"# node-mode cluster up: {cluster.plane.server}", file=sys.stderr)
             print(f"export KUBECONFIG={kubeconfig}", flush=True)
-            _block_until_signal()
+            with background.recorded(state_dir.resolve(), cluster) if state_dir else contextlib.nullcontext():
+                _block_until_signal()
         else:
             for name, seconds in {**cluster.plane.timings, **cluster.timings}.items():
                 print(f"{name:>28}: {seconds:6.2f} s")
@@ -74,6 +85,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep:
             print(f"# kept {cluster.workdir}", file=sys.stderr)
     return 0
+
+
+def _add_background_commands(sub: Any) -> None:
+    """The cluster in the background with a kept identity, for Tilt (cluster/background.py)."""
+    commands = {
+        "identity": "make (once) and print the kubeconfig of the state directory's identity",
+        "start": "start in the background unless running; return once up",
+        "stop": "stop the cluster started from the state directory",
+        "import": "import an image archive into the running cluster's containerd",
+    }
+    for name, text in commands.items():
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--state-dir", type=Path, required=True, help="identity, record and log of the cluster")
+        if name in ("start", "stop"):
+            p.add_argument("--timeout", type=float, default=1800.0 if name == "start" else 300.0)
+        if name == "start":
+            p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
+        if name == "import":
+            p.add_argument("archive", type=Path)
+            p.add_argument("--content-tag", action="store_true", help="also tag each image tilt-<digest>, print tags")
 
 
 if __name__ == "__main__":

@@ -98,6 +98,8 @@ class NodeCluster:
     # Image archives imported into the node before the kubelet starts (see dev/build-image.sh).
     images: tuple[Path, ...] = ()
     keep_dir: bool = False
+    # The API server's identity kept across starts (ControlPlane.identity_dir), for Tilt.
+    identity_dir: Path | None = None
     plane: ControlPlane = field(init=False)
     workdir: Path = field(init=False)
     containerd: Containerd = field(init=False)
@@ -138,6 +140,7 @@ class NodeCluster:
                 authorization_modes=("Node", "RBAC"),
                 users=dict(USERS),
                 extra_apiserver_args=(*self._apiserver_kubelet_client(), *self._audit_args()),
+                identity_dir=self.identity_dir,
             )
             await self.plane.start_with_crds(crd_groups, exclude)
             self._start_node(archives)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 
+from actors.kube import ApiError, TransportError
 from controlplane import ControlPlane
 from plane.binaries import find_binaries
 from plane.constants import DEFAULT_CONTROLLERS, ControlPlaneError
@@ -72,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, seconds in plane.timings.items():
                 print(f"{name:>32}: {seconds:6.2f} s")
             print(f"{'peak RSS':>32}: {_format_rss(plane.peak_rss_kib())}")
-    except ControlPlaneError as err:
+    except (ControlPlaneError, ApiError, TransportError) as err:
+        # An API error that outlived the retries (e.g. a CRD the server kept refusing): one line.
         print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -57,7 +57,6 @@ _PR_SET_PDEATHSIG = 1
 _STOP_GRACE = {ETCD: 10.0, APISERVER: 2.0, CONTROLLER_MANAGER: 5.0}
 
 
-
 class ControlPlaneError(RuntimeError):
     """The control plane could not be located, built, started or configured."""
 

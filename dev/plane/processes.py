@@ -102,8 +102,6 @@ class _Process:
         return "\n".join(text[-lines:])
 
 
-
-
 _WORKDIR_PREFIX = "provider-kserve-cp-"
 
 

@@ -16,9 +16,11 @@ from actors.kube import ApiError, KubeClient
 from actors.resources import INSTANCES
 from controlplane import (
     CRD,
+    NAMESPACE,
     ControlPlane,
     create_or_replace,
     delete_crd,
+    kept_identity,
     load_crds,
     service_account_token,
     wait_established,
@@ -248,3 +250,21 @@ async def test_install_and_delete_a_crd(kube: KubeClient) -> None:
     assert await kube.discover("test.provider-kserve.invalid/v1") == {"widgets"}
     assert await delete_crd(kube, crd["metadata"]["name"])
     assert await kube.get(CRD, None, crd["metadata"]["name"]) is None
+
+
+async def test_kept_identity_serves_one_kubeconfig_across_starts(tmp_path: Path) -> None:
+    """The kubeconfig of a kept identity, made before anything runs, is valid for each control
+    plane started from it: how Tilt, which reads its kubeconfig once, reaches the node-mode cluster
+    it starts itself (dev/cluster/background.py)."""
+    identity = tmp_path / "identity"
+    kubeconfig = kept_identity(identity, "127.0.0.1").kubeconfig
+    made = kubeconfig.read_text()
+    for _ in range(2):
+        plane = ControlPlane(controller_manager=False, identity_dir=identity)
+        plane.start()
+        try:
+            async with await KubeClient.connect(str(kubeconfig)) as kube:
+                assert await kube.get(NAMESPACE, None, "default") is not None
+        finally:
+            plane.stop()
+    assert kubeconfig.read_text() == made
