@@ -115,88 +115,101 @@ def only_waiting_for_gateway(llmisvc: KubeObject) -> bool:
 
 
 def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs) -> list[Condition]:
-    out: list[Condition] = []
+    """The conditions this provider adds beside KServe's: one per concern that applies."""
+    found = (
+        _hf_token_condition(inputs, settings),
+        _model_access_condition(inputs, settings, status_inputs),
+        _kv_cache_condition(inputs),
+        _metrics_condition(inputs, settings, status_inputs),
+        _token_limit_condition(inputs, settings),
+    )
+    return [c for c in found if c is not None]
+
+
+def _hf_token_condition(inputs: LlmInputs, settings: ProviderSettings) -> Condition | None:
     if hf_token_attached(inputs, settings):
-        out.append(
-            Condition(
-                HF_TOKEN,
-                "True",
-                "Attached",
-                f"The model pods run as ServiceAccount {names.model_puller_name(inputs.name)}, which carries "
-                f'Secret "{settings.hf_token_secret_name}"',
-            )
+        return Condition(
+            HF_TOKEN,
+            "True",
+            "Attached",
+            f"The model pods run as ServiceAccount {names.model_puller_name(inputs.name)}, which carries "
+            f'Secret "{settings.hf_token_secret_name}"',
         )
-    elif hf_token_blocked(inputs, settings):
-        out.append(
-            Condition(
-                HF_TOKEN,
-                "False",
-                "GatewayRoutingOwnsServiceAccount",
-                f'The Hugging Face token Secret "{settings.hf_token_secret_name}" is not attached: with '
-                "enableGatewayRouting KServe runs the model pods under a ServiceAccount it manages, so gated "
-                "models cannot be downloaded. Use a public model, or turn enableGatewayRouting off.",
-            )
+    if hf_token_blocked(inputs, settings):
+        return Condition(
+            HF_TOKEN,
+            "False",
+            "GatewayRoutingOwnsServiceAccount",
+            f'The Hugging Face token Secret "{settings.hf_token_secret_name}" is not attached: with '
+            "enableGatewayRouting KServe runs the model pods under a ServiceAccount it manages, so gated "
+            "models cannot be downloaded. Use a public model, or turn enableGatewayRouting off.",
         )
+    return None
+
+
+def _model_access_condition(
+    inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs
+) -> Condition | None:
     gated = next((m for m in status_inputs.catalogs.models if m.gated and m.uri == inputs.engine.model_uri), None)
-    if gated is not None and not settings.hf_token_secret_name:
-        # Without this the first sign of trouble is a 401 deep in the storage-initializer's log.
-        out.append(
-            Condition(
-                MODEL_ACCESS,
-                "False",
-                "HuggingFaceTokenMissing",
-                f'Model "{gated.label}" ({gated.uri}) is gated in the model catalog, but the provider chart '
-                "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused",
-            )
-        )
+    if gated is None or settings.hf_token_secret_name:
+        return None
+    # Without this the first sign of trouble is a 401 deep in the storage-initializer's log.
+    return Condition(
+        MODEL_ACCESS,
+        "False",
+        "HuggingFaceTokenMissing",
+        f'Model "{gated.label}" ({gated.uri}) is gated in the model catalog, but the provider chart '
+        "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused",
+    )
+
+
+def _kv_cache_condition(inputs: LlmInputs) -> Condition | None:
     requested, used = inputs.engine.kv_cache_space_gi, inputs.engine.kv_cache_space
-    if used is not None and requested != used:
-        # A warning, not a failure: the Go provider served with the raised value, and so do we.
-        out.append(
-            Condition(
-                KV_CACHE_SPACE,
-                "False",
-                "RaisedToMinimum",
-                f"llmEngine.parameters.kvCacheSpaceGi is {requested}; vLLM runs with {used} GiB "
-                f"(VLLM_CPU_KVCACHE_SPACE={used}). Set it to {used} or more, or leave it unset to size "
-                "the cache from free memory.",
-            )
+    if used is None or requested == used:
+        return None
+    # A warning, not a failure: the Go provider served with the raised value, and so do we.
+    return Condition(
+        KV_CACHE_SPACE,
+        "False",
+        "RaisedToMinimum",
+        f"llmEngine.parameters.kvCacheSpaceGi is {requested}; vLLM runs with {used} GiB "
+        f"(VLLM_CPU_KVCACHE_SPACE={used}). Set it to {used} or more, or leave it unset to size "
+        "the cache from free memory.",
+    )
+
+
+def _metrics_condition(inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs) -> Condition | None:
+    if not metrics_wanted(inputs, settings):
+        return None
+    if kinds.POD_MONITOR in status_inputs.missing:
+        return Condition(
+            METRICS,
+            "False",
+            "PrometheusOperatorNotInstalled",
+            f"PodMonitor {names.metrics_name(inputs.name)} is skipped: the cluster does not serve "
+            "podmonitors.monitoring.coreos.com. It is created once the Prometheus Operator is installed.",
         )
-    if metrics_wanted(inputs, settings):
-        if kinds.POD_MONITOR in status_inputs.missing:
-            out.append(
-                Condition(
-                    METRICS,
-                    "False",
-                    "PrometheusOperatorNotInstalled",
-                    f"PodMonitor {names.metrics_name(inputs.name)} is skipped: the cluster does not serve "
-                    "podmonitors.monitoring.coreos.com. It is created once the Prometheus Operator is installed.",
-                )
-            )
-        else:
-            out.append(Condition(METRICS, "True", "PodMonitorCreated", f"PodMonitor {names.metrics_name(inputs.name)}"))
-    if inputs.uses_ai_gateway and inputs.topology.token_limit_per_hour is not None:
-        if token_limit_enforced(inputs, settings):
-            out.append(
-                Condition(
-                    TOKEN_LIMIT,
-                    "True",
-                    "Enforced",
-                    f"{inputs.topology.token_limit_per_hour} tokens per user and hour for each served model "
-                    f"(BackendTrafficPolicy {names.token_limit_name(inputs.name)})",
-                )
-            )
-        else:
-            out.append(
-                Condition(
-                    TOKEN_LIMIT,
-                    "False",
-                    "RateLimitBackendNotConfigured",
-                    "tokenLimitPerHour is not enforced: the provider chart configures no rate-limit Redis for "
-                    "Envoy Gateway (envoy-gateway.config.envoyGateway.rateLimit.backend.redis.url)",
-                )
-            )
-    return out
+    return Condition(METRICS, "True", "PodMonitorCreated", f"PodMonitor {names.metrics_name(inputs.name)}")
+
+
+def _token_limit_condition(inputs: LlmInputs, settings: ProviderSettings) -> Condition | None:
+    if not inputs.uses_ai_gateway or inputs.topology.token_limit_per_hour is None:
+        return None
+    if token_limit_enforced(inputs, settings):
+        return Condition(
+            TOKEN_LIMIT,
+            "True",
+            "Enforced",
+            f"{inputs.topology.token_limit_per_hour} tokens per user and hour for each served model "
+            f"(BackendTrafficPolicy {names.token_limit_name(inputs.name)})",
+        )
+    return Condition(
+        TOKEN_LIMIT,
+        "False",
+        "RateLimitBackendNotConfigured",
+        "tokenLimitPerHour is not enforced: the provider chart configures no rate-limit Redis for "
+        "Envoy Gateway (envoy-gateway.config.envoyGateway.rateLimit.backend.redis.url)",
+    )
 
 
 # -- phases -----------------------------------------------------------------------------------
