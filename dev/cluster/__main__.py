@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cluster import background, host
+from cluster import background, host, host_record
 from cluster.node import NodeCluster
 from controlplane import ControlPlaneError, _block_until_signal, _format_rss
 from kservestack import KServeStack
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "cleanup":
             with host.host_lock():
-                host.recover_orphan()
+                host_record.recover_orphan()
             return 0
         if args.command in ("identity", "start", "stop", "import"):
             return background.command(args)

@@ -30,8 +30,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
-from cluster import host
-from cluster.node import NODE_IP, NodeCluster
+from cluster import host_record
+from cluster.node import NodeCluster
+from cluster.node_config import NODE_IP
 from cluster.runtime import Containerd
 from controlplane import ControlPlaneError, kept_identity
 
@@ -122,7 +123,7 @@ def stop(state_dir: Path, timeout: float) -> None:
         _copy_new(follow, sys.stdout)
     if not stopped:
         raise ControlPlaneError(f"the node-mode cluster (pid {record.pid}) did not stop in {timeout:.0f}s")
-    left = host.HostChanges.load()
+    left = host_record.HostChanges.load()
     if left is not None and left.workdir == record.workdir:
         raise ControlPlaneError(
             f"the cluster's teardown left host changes behind (log: {log_path}); "

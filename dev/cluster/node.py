@@ -17,7 +17,8 @@ to it. (The alternatives were all less real: binding 0.0.0.0 exposes the API ser
 interface, and routing pods to 127.0.0.1 needs route_localnet plus a hand-made DNAT.) Nothing a
 pod sends leaves the host: a FORWARD rule drops whatever does not stay on the bridge.
 
-Needs root and Linux; host changes are recorded first and undone by stop() (see host.py).
+Needs root and Linux; host changes are recorded first and undone by stop() (see host_record.py); the
+components' configuration files are written by node_config.py.
 """
 
 from __future__ import annotations
@@ -36,9 +37,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cluster import host
+from cluster import host, host_record, iptables, mounts_cgroups
+from cluster.node_config import (
+    BRIDGE,
+    CGROUP,
+    NODE_IP,
+    NODE_NAME,
+    apiserver_kubelet_client_args,
+    audit_args,
+    audit_log_path,
+    kube_proxy_config,
+    kubelet_args,
+    write_cni_config,
+)
 from cluster.runtime import Containerd
 from controlplane import (
     BUILD_SCRIPT,
@@ -48,16 +59,10 @@ from controlplane import (
     ControlPlane,
     ControlPlaneError,
     _http_ok,
-    _openssl,
     _Process,
     free_port,
 )
 
-NODE_NAME = "local-node"
-BRIDGE = "pkserve0"
-POD_SUBNET = "10.244.0.0/24"
-NODE_IP = "10.244.0.1"
-CGROUP = "provider-kserve-node"
 IMAGE_SCRIPT = REPO_ROOT / "dev" / "build-image.sh"
 
 KUBELET = "kubelet"
@@ -105,7 +110,7 @@ class NodeCluster:
     containerd: Containerd = field(init=False)
     timings: dict[str, float] = field(init=False, default_factory=dict)
     _bin: Path | None = field(init=False, default=None)
-    _record: host.HostChanges | None = field(init=False, default=None)
+    _record: host_record.HostChanges | None = field(init=False, default=None)
     _procs: dict[str, _Process] = field(init=False, default_factory=dict)
     _ports: dict[str, int] = field(init=False, default_factory=dict)
     _lock: contextlib.ExitStack = field(init=False, default_factory=contextlib.ExitStack)
@@ -128,9 +133,9 @@ class NodeCluster:
         archives = (pause_image_archive(), *self.images)
         self._lock.enter_context(host.host_lock())
         try:
-            host.recover_orphan()
+            host_record.recover_orphan()
             self.workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
-            self._record = host.HostChanges(str(self.workdir), BRIDGE, CGROUP)
+            self._record = host_record.HostChanges(str(self.workdir), BRIDGE, CGROUP)
             self._record.save()
             self._prepare_host()
             self.plane = ControlPlane(
@@ -139,7 +144,7 @@ class NodeCluster:
                 service_account_admission=True,
                 authorization_modes=("Node", "RBAC"),
                 users=dict(USERS),
-                extra_apiserver_args=(*self._apiserver_kubelet_client(), *self._audit_args()),
+                extra_apiserver_args=(*apiserver_kubelet_client_args(self.workdir), *audit_args(self.workdir)),
                 identity_dir=self.identity_dir,
             )
             await self.plane.start_with_crds(crd_groups, exclude)
@@ -189,54 +194,16 @@ class NodeCluster:
         # Service IPs without a kube-proxy rule (yet) stay on the bridge instead of following the
         # default route off the host.
         host.run("ip", "route", "add", SERVICE_CLUSTER_IP_RANGE, "dev", BRIDGE)
-        host.add_forward_guard(BRIDGE)
+        iptables.add_forward_guard(BRIDGE)
         # Pod -> Service -> pod on the same bridge is only NATed when bridged traffic passes iptables.
         for name in ("net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables"):
             with contextlib.suppress(OSError):
                 host.write_sysctl(name, "1")
-        host.make_cgroup(CGROUP)
-
-    def _apiserver_kubelet_client(self) -> tuple[str, ...]:
-        """A CA of its own for the API server's client certificate towards the kubelet (exec, logs,
-        port-forward): the kubelet accepts only that CA's certificates, nothing anonymous."""
-        pki = self.workdir / "pki"
-        pki.mkdir(parents=True)
-        ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-        _openssl("req", "-x509", *ec, "-keyout", "kubelet-client-ca.key", "-out", "kubelet-client-ca.crt",
-                 "-days", "3650", "-subj", "/CN=provider-kserve-kubelet-client-ca", cwd=pki)  # fmt: skip
-        _openssl("req", *ec, "-keyout", "apiserver-kubelet-client.key", "-out", "apiserver-kubelet-client.csr",
-                 "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client", cwd=pki)  # fmt: skip
-        _openssl("x509", "-req", "-in", "apiserver-kubelet-client.csr", "-CA", "kubelet-client-ca.crt",
-                 "-CAkey", "kubelet-client-ca.key", "-CAcreateserial", "-days", "3650",
-                 "-out", "apiserver-kubelet-client.crt", cwd=pki)  # fmt: skip
-        return (
-            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            "--kubelet-preferred-address-types=InternalIP",
-        )
-
-    def _audit_args(self) -> tuple[str, ...]:
-        """An audit log of every write (who, from which pod, when): how the end-to-end tests tell
-        which provider pod wrote what, e.g. that two never reconcile at once."""
-        policy = self.workdir / "audit-policy.yaml"
-        policy.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "audit.k8s.io/v1",
-                    "kind": "Policy",
-                    "omitStages": ["RequestReceived"],
-                    "rules": [
-                        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
-                        {"level": "None"},
-                    ],
-                }
-            )
-        )
-        return (f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-maxbackup=1")
+        mounts_cgroups.make_cgroup(CGROUP)
 
     @property
     def audit_log(self) -> Path:
-        return self.workdir / "audit.log"
+        return audit_log_path(self.workdir)
 
     def audit_events(self) -> list[dict[str, Any]]:
         """The audit log's events so far (writes only, ResponseComplete stage)."""
@@ -252,7 +219,7 @@ class NodeCluster:
     def _start_node(self, archives: Sequence[Path]) -> None:
         started = time.monotonic()
         cni_dir = self.workdir / "cni"
-        self._write_cni_config(cni_dir)
+        write_cni_config(cni_dir)
         self.containerd = Containerd(self.workdir / "containerd", cni_dir / "net.d", host.CNI_BIN_DIR)
         self.containerd.start()
         for archive in archives:
@@ -260,8 +227,21 @@ class NodeCluster:
         self.timings["containerd_and_images"] = time.monotonic() - started
         for name in (KUBELET, KUBE_PROXY, SCHEDULER):
             self._ports[name], self._ports[f"{name}-healthz"] = free_port(), free_port()
-        self._start_proc(KUBELET, self._kubelet_args())
-        self._start_proc(KUBE_PROXY, [f"--config={self._kube_proxy_config()}"])
+        kubelet = kubelet_args(
+            self.workdir,
+            port=self._ports[KUBELET],
+            healthz_port=self._ports[f"{KUBELET}-healthz"],
+            runtime_endpoint=self.containerd.endpoint,
+            kubeconfig=self._user_kubeconfig(f"system:node:{NODE_NAME}"),
+        )
+        self._start_proc(KUBELET, kubelet)
+        proxy = kube_proxy_config(
+            self.workdir,
+            kubeconfig=self._user_kubeconfig("system:kube-proxy"),
+            healthz_port=self._ports[f"{KUBE_PROXY}-healthz"],
+            metrics_port=self._ports[KUBE_PROXY],
+        )
+        self._start_proc(KUBE_PROXY, [f"--config={proxy}"])
         self._start_proc(
             SCHEDULER,
             [
@@ -295,99 +275,6 @@ class NodeCluster:
     def _user_kubeconfig(self, user: str) -> Path:
         path = self.workdir / f"{user.replace(':', '-')}.kubeconfig"
         return self.plane.write_kubeconfig(path, self.plane.user_tokens[user], user=user)
-
-    def _write_cni_config(self, cni_dir: Path) -> None:
-        conflist = {
-            "cniVersion": "1.0.0",
-            "name": "provider-kserve",
-            "plugins": [
-                {
-                    "type": "bridge",
-                    "bridge": BRIDGE,
-                    "isGateway": True,
-                    # Pods talk to the host and to each other only (see the FORWARD guard).
-                    "ipMasq": False,
-                    "hairpinMode": True,
-                    "ipam": {
-                        "type": "host-local",
-                        "ranges": [[{"subnet": POD_SUBNET, "gateway": NODE_IP}]],
-                        "routes": [{"dst": "0.0.0.0/0"}],
-                        "dataDir": str(cni_dir / "ipam"),
-                    },
-                },
-                {"type": "portmap", "capabilities": {"portMappings": True}},
-            ],
-        }
-        (cni_dir / "net.d").mkdir(parents=True)
-        (cni_dir / "net.d" / "10-provider-kserve.conflist").write_text(json.dumps(conflist, indent=1))
-
-    def _kubelet_args(self) -> list[str]:
-        config: dict[str, Any] = {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
-            "kind": "KubeletConfiguration",
-            "address": NODE_IP,
-            "port": self._ports[KUBELET],
-            "readOnlyPort": 0,
-            "healthzBindAddress": "127.0.0.1",
-            "healthzPort": self._ports[f"{KUBELET}-healthz"],
-            "authentication": {
-                "anonymous": {"enabled": False},
-                "webhook": {"enabled": False},
-                "x509": {"clientCAFile": str(self.workdir / "pki" / "kubelet-client-ca.crt")},
-            },
-            "authorization": {"mode": "AlwaysAllow"},
-            "containerRuntimeEndpoint": self.containerd.endpoint,
-            "cgroupDriver": "cgroupfs",
-            # Everything the node runs goes under one cgroup of ours, removed at teardown.
-            "cgroupRoot": f"/{CGROUP}",
-            # This host has cgroup v1, which the 1.34 kubelet refuses unless told otherwise.
-            "failCgroupV1": False,
-            "failSwapOn": False,
-            # Root here cannot lower an oom_score_adj (no CAP_SYS_RESOURCE).
-            "oomScoreAdj": 0,
-            "clusterDomain": "cluster.local",
-            "resolvConf": "/etc/resolv.conf",
-            # Images come from archives and cannot be pulled again: never garbage-collect them, and
-            # do not evict pods because other work on a shared machine fills its disk.
-            "imageGCHighThresholdPercent": 100,
-            "imageGCLowThresholdPercent": 99,
-            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
-            "podLogsDir": str(self.workdir / "pod-logs"),
-            "volumePluginDir": str(self.workdir / "volume-plugins"),
-            "maxPods": 50,
-            "serializeImagePulls": False,
-        }
-        path = self.workdir / "kubelet.yaml"
-        path.write_text(yaml.safe_dump(config))
-        return [
-            f"--config={path}",
-            f"--kubeconfig={self._user_kubeconfig(f'system:node:{NODE_NAME}')}",
-            f"--root-dir={self.workdir / 'kubelet'}",
-            f"--cert-dir={self.workdir / 'kubelet-certs'}",
-            f"--hostname-override={NODE_NAME}",
-            f"--node-ip={NODE_IP}",
-        ]
-
-    def _kube_proxy_config(self) -> Path:
-        config = {
-            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
-            "kind": "KubeProxyConfiguration",
-            "clientConnection": {"kubeconfig": str(self._user_kubeconfig("system:kube-proxy"))},
-            "mode": "iptables",
-            "hostnameOverride": NODE_NAME,
-            "clusterCIDR": POD_SUBNET,
-            "bindAddress": NODE_IP,
-            "healthzBindAddress": f"127.0.0.1:{self._ports[f'{KUBE_PROXY}-healthz']}",
-            "metricsBindAddress": f"127.0.0.1:{self._ports[KUBE_PROXY]}",
-            # NodePorts on the node's address only; no route_localnet for localhost NodePorts.
-            "nodePortAddresses": [f"{NODE_IP}/32"],
-            "iptables": {"localhostNodePorts": False},
-            # Zero leaves the host's conntrack sysctls as they are.
-            "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
-        }
-        path = self.workdir / "kube-proxy.yaml"
-        path.write_text(yaml.safe_dump(config))
-        return path
 
     # -- readiness ---------------------------------------------------------------------------
 
@@ -470,7 +357,7 @@ class NodeCluster:
 
     def pod_peak_memory_bytes(self, pod_uid: str) -> int:
         """The pod cgroup's peak memory use (cgroup v1 memory.max_usage_in_bytes, v2 memory.peak)."""
-        for hierarchy in host.cgroup_hierarchies():
+        for hierarchy in mounts_cgroups.cgroup_hierarchies():
             for pattern in (f"{CGROUP}/kubepods*/**/pod{pod_uid}", f"{CGROUP}/kubepods*/pod{pod_uid}"):
                 for pod in hierarchy.glob(pattern):
                     for knob in ("memory.max_usage_in_bytes", "memory.peak"):

@@ -1,7 +1,7 @@
 """A snapshot of the host state a node could change, and the difference of two snapshots: what
 the host-clean test compares before and after node-mode clusters come and go.
 
-It covers more than host.HostChanges records (wider sysctl sets, every cgroup, the top-level
+It covers more than host_record.HostChanges records (wider sysctl sets, every cgroup, the top-level
 entries of the system directories), so that a change nobody thought of still shows.
 """
 
@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from cluster import host
+from cluster import host, iptables, mounts_cgroups
 
 _SYSCTLS = (
     *host.SYSCTLS,
@@ -48,8 +48,8 @@ def take() -> dict[str, list[str]]:
         "processes": _processes(),
         "paths": _paths(),
     }
-    for family in host.IPTABLES_FAMILIES:
-        state[family] = host.iptables_rules(family)
+    for family in iptables.IPTABLES_FAMILIES:
+        state[family] = iptables.iptables_rules(family)
     if shutil.which("nft"):
         state["nftables"] = sorted(host.run("nft", "list", "tables", check=False).splitlines())
     return state
@@ -84,7 +84,7 @@ def _cgroups() -> list[str]:
     """Top-level cgroups and anything a kubelet or runc makes anywhere (other cgroups come and go
     with whatever else runs: a sandbox's per-command cgroups, for one)."""
     found = []
-    for hierarchy in host.cgroup_hierarchies():
+    for hierarchy in mounts_cgroups.cgroup_hierarchies():
         for directory, _, _ in os.walk(hierarchy):
             relative = Path(directory).relative_to(hierarchy)
             if len(relative.parts) <= 1 or any(word in directory for word in ("kubepods", "provider-kserve")):

@@ -8,65 +8,27 @@ environment).
 
 from __future__ import annotations
 
-import copy
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject
 from actors.kube import KubeClient
-from actors.ownership import inventory_selector, is_owned_by, ownership_labels, stamp
-from actors.resources import INSTANCES, SECRETS
+from actors.ownership import is_owned_by, ownership_labels
+from actors.resources import INSTANCES
 from controlplane import create_or_replace
 from kservestack import KSERVE_NAMESPACE, LLMISVC
-from kservestack.kwok import NODE_IP
 from kservestack.manifests import CPU_PRESET_NAME
 from provider import kinds
 from provider.kserve import build_provider
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
-from tests.support.instances import (
-    conditions_of,
-    connection_secret,
-    instance_status,
-    llm_instance,
-    wait_phase,
-    workload_url,
-)
+from tests.support.instances import conditions_of, connection_secret, instance_status, llm_instance, wait_phase
 from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
+from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, hf_token_secret, provider_running
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
-
-LLM = kinds.LLM_INFERENCE_SERVICE
-ENV = {"HF_TOKEN_SECRET_NAME": "hf-token", "POD_MONITOR_INTERVAL": "15s"}
-PENDING = "Deployment does not have minimum availability."
-READY_TIMEOUT = 120.0
-
-
-async def hf_token_secret(kube: KubeClient, namespace: str) -> None:
-    """The Secret the chart's hfToken.secretName names, as a user creates it: KServe reads it for
-    the model pods (and refuses to build them without it)."""
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": ENV["HF_TOKEN_SECRET_NAME"], "namespace": namespace},
-        "stringData": {"HF_TOKEN": "hf_test"},
-    }
-    await kube.create(SECRETS, secret)
-
-
-@asynccontextmanager
-async def provider_running(kserve: KServeCluster, namespace: str) -> AsyncIterator[None]:
-    """The provider as `provider-kserve run` builds it from ENV, watching `namespace`, with the
-    Hugging Face token Secret in place."""
-    await hf_token_secret(kserve.kube, namespace)
-    client = await KubeClient.connect(str(kserve.plane.kubeconfig))
-    provider, shared = build_provider(ENV, client)
-    async with running_manager(kserve.plane, provider, namespace, shared=shared, client=client):
-        yield
 
 
 async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kserve_namespace: str) -> None:
@@ -205,44 +167,6 @@ async def test_missing_base_ref_fails_then_heals(kserve: KServeCluster, kserve_n
         await wait_phase(kube, ns, name, "Ready", timeout=READY_TIMEOUT)
 
 
-async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kserve_namespace: str) -> None:
-    """LoadBalancer: Ready on the in-cluster URL with the wait explained, then the assigned address
-    once the Service gets one; NodePort: the kwok Node's address and the Service's node port."""
-    kube, ns = kserve.kube, kserve_namespace
-    async with provider_running(kserve, ns):
-        await kube.create(INSTANCES, llm_instance("lb", ns, {"externalAccess": "LoadBalancer"}))
-        await kube.create(INSTANCES, llm_instance("np", ns, {"externalAccess": "NodePort"}))
-
-        status = await wait_phase(kube, ns, "lb", "Ready", timeout=READY_TIMEOUT)
-        access = conditions_of(status)[llm_status.EXTERNAL_ACCESS]
-        assert (access["status"], access["reason"]) == ("False", "LoadBalancerPending")
-        assert (await connection_secret(kube, ns, "lb"))["uri"] == f"{workload_url('lb', ns)}:8000"
-
-        # What a cloud's load balancer controller writes.
-        ingress = {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}
-        await kube.patch(kinds.SERVICE, ns, "lb-external", ingress, subresource="status")
-
-        async def assigned() -> bool:
-            return (await connection_secret(kube, ns, "lb")).get("uri") == "http://203.0.113.7:8000"
-
-        await wait_for(assigned, timeout=60)
-        access = conditions_of(await instance_status(kube, ns, "lb"))[llm_status.EXTERNAL_ACCESS]
-        assert (access["status"], access["reason"]) == ("True", "Assigned")
-
-        status = await wait_phase(kube, ns, "np", "Ready", timeout=READY_TIMEOUT)
-        service = await kube.get(kinds.SERVICE, ns, "np-external")
-        assert service is not None
-        node_port = service["spec"]["ports"][0]["nodePort"]
-        assert await connection_secret(kube, ns, "np") == {
-            "type": "kserve",
-            "provider": PROVIDER_NAME,
-            "host": NODE_IP,
-            "port": str(node_port),
-            "uri": f"http://{NODE_IP}:{node_port}",
-        }
-        assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "Assigned"
-
-
 async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_namespace: str) -> None:
     """KServe's llmisvc (and its webhooks) goes away while a Ready Instance is edited: the provider
     cannot apply, says so and retries; once llmisvc is back the edit lands and the Instance is Ready
@@ -272,133 +196,3 @@ async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_names
         await wait_for(scaled, timeout=READY_TIMEOUT)
         synced = conditions_of(await instance_status(kube, ns, name))["Synced"]
         assert (synced["status"], synced["observedGeneration"]) == ("True", 2)
-
-
-async def owned_objects(kube: KubeClient, namespace: str, instance: KubeObject) -> list[str]:
-    """Every object carrying our ownership labels for `instance`, as kind/name."""
-    selector = inventory_selector(instance, PROVIDER_NAME)
-    found: list[str] = []
-    for resource in (*kinds.OWNED, SECRETS):
-        items, _ = await kube.list_all(resource, namespace, label_selector=selector)
-        found.extend(f"{resource.kind}/{item['metadata']['name']}" for item in items)
-    return sorted(found)
-
-
-async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
-    kserve: KServeCluster, kserve_namespace: str
-) -> None:
-    """LoadBalancer → `<name>-external`; NodePort → the same Service retyped; ClusterIP → gone;
-    enableMetrics false → PodMonitor gone; config removed → `<name>-config` gone and out of
-    baseRefs. Deleting the Instance removes every object with our labels, then the Instance."""
-    name, kube, namespace, controlplane = "sw", kserve.kube, kserve_namespace, kserve.plane
-    await hf_token_secret(kube, namespace)
-    client = await KubeClient.connect(str(controlplane.kubeconfig))
-    provider, shared = build_provider(ENV, client)
-    topology = {"externalAccess": "LoadBalancer"}
-    engine = {"config": "template:\n  containers:\n    - name: main\n      args: [--max-model-len=2048]\n"}
-    service = kinds.SERVICE
-    external, metrics, config = f"{name}-external", f"{name}-metrics", f"{name}-config"
-
-    async def get(resource: Resource, obj_name: str) -> KubeObject | None:
-        return await kube.get(resource, namespace, obj_name)
-
-    async def gone(resource: Resource, obj_name: str) -> None:
-        async def absent() -> bool:
-            return await get(resource, obj_name) is None
-
-        await wait_for(absent)
-
-    async def patch_parameters(section: str, values: dict[str, Any]) -> None:
-        if section == "topology":
-            body: dict[str, Any] = {"spec": {"topology": {"parameters": values}}}
-        else:
-            body = {"spec": {"components": {"llmEngine": {"parameters": values}}}}
-        await kube.patch(INSTANCES, namespace, name, body)
-
-    async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
-        created = await kube.create(INSTANCES, llm_instance(name, namespace, topology, engine))
-
-        async def all_there() -> bool:
-            objs = [
-                await get(r, n)
-                for r, n in (
-                    (service, external),
-                    (kinds.POD_MONITOR, metrics),
-                    (kinds.LLM_INFERENCE_SERVICE_CONFIG, config),
-                    (LLM, name),
-                )
-            ]
-            return all(o is not None for o in objs)
-
-        await wait_for(all_there)
-        lb = await get(service, external)
-        assert lb is not None and lb["spec"]["type"] == "LoadBalancer"
-        assert is_owned_by(lb, created)
-        llmisvc = await get(LLM, name)
-        assert llmisvc is not None and {"name": config} in llmisvc["spec"]["baseRefs"]
-        assert await owned_objects(kube, namespace, created) == sorted(
-            [
-                f"LLMInferenceService/{name}",
-                f"LLMInferenceServiceConfig/{config}",
-                f"PodMonitor/{metrics}",
-                f"Service/{external}",
-                f"ServiceAccount/{name}-model-puller",
-            ]
-        )
-        # Ready by KServe's word with the in-cluster URL; the load balancer's address is still pending.
-        status = await wait_phase(kube, namespace, name, "Ready", timeout=READY_TIMEOUT)
-        assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "LoadBalancerPending"
-
-        # LoadBalancer → NodePort: the same Service, retyped in place.
-        await patch_parameters("topology", {"externalAccess": "NodePort"})
-
-        async def retyped() -> KubeObject | None:
-            svc = await get(service, external)
-            return svc if svc is not None and svc["spec"]["type"] == "NodePort" else None
-
-        node_port = await wait_for(retyped)
-        assert node_port["metadata"]["uid"] == lb["metadata"]["uid"]
-
-        # → ClusterIP: KServe's own workload Service is enough, ours is deleted.
-        await patch_parameters("topology", {"externalAccess": "ClusterIP"})
-        await gone(service, external)
-
-        await patch_parameters("topology", {"enableMetrics": False})
-        await gone(kinds.POD_MONITOR, metrics)
-
-        await patch_parameters("engine", {"config": None})
-        # KServe's finalizer holds a config while a service uses it: the provider deletes it only
-        # once KServe's status no longer lists it, and nudges KServe if it still misses that.
-        await gone(kinds.LLM_INFERENCE_SERVICE_CONFIG, config)
-        llmisvc = await get(LLM, name)
-        assert llmisvc is not None
-        assert {"name": config} not in (llmisvc["spec"].get("baseRefs") or [])
-
-        status = await wait_phase(kube, namespace, name, "Ready")
-        assert llm_status.EXTERNAL_ACCESS not in conditions_of(status)
-        assert llm_status.METRICS not in conditions_of(status)
-        secret = await connection_secret(kube, namespace, name)
-        assert secret["uri"] == f"{workload_url(name, namespace)}:8000"
-        assert await owned_objects(kube, namespace, created) == sorted(
-            [f"LLMInferenceService/{name}", f"Secret/{name}-conn", f"ServiceAccount/{name}-model-puller"]
-        )
-
-        # Deletion: the runtime deletes what it owns, the Secret, then drops its finalizer.
-        await kube.delete(INSTANCES, namespace, name)
-
-        async def everything_gone() -> bool:
-            return await get(INSTANCES, name) is None and not await owned_objects(kube, namespace, created)
-
-        try:
-            await wait_for(everything_gone)
-        except TimeoutError:
-            left = await owned_objects(kube, namespace, created)
-            raise AssertionError(f"left after deleting the Instance: {left}") from None
-
-
-def test_owned_objects_selector_matches_what_the_runtime_stamps() -> None:
-    """`owned_objects` finds objects by the labels `stamp` writes (else it would always be empty)."""
-    instance = {"metadata": {"name": "x", "namespace": "ns", "uid": "u"}}
-    labels = stamp({"metadata": {"name": "x-metrics"}}, copy.deepcopy(instance), PROVIDER_NAME)["metadata"]["labels"]
-    selector = dict(term.split("=") for term in inventory_selector(instance, PROVIDER_NAME).split(","))
-    assert selector.items() <= labels.items()

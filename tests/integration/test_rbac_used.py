@@ -31,16 +31,8 @@ from provider.doctor import diagnose
 from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import build_provider
 from tests.integration.hostile_support import fetch
-from tests.integration.test_chart import (
-    RBAC_RESOURCES,
-    ROOT,
-    container,
-    one,
-    prepare_chart,
-    render,
-    rendered_rbac,
-    service_account_kubeconfig,
-)
+from tests.support.chart import ROOT, container, one, render
+from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_account_kubeconfig
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
@@ -49,11 +41,6 @@ pytestmark = pytest.mark.integration
 # Granted for an admission plugin, not for a request the provider makes (see the module doc).
 ADMISSION_ONLY = {("core.openeverest.io", "instances", "finalizers", "update")}
 Used = tuple[str, str, str, str]  # group, resource, subresource, verb
-
-
-@pytest.fixture(scope="module")
-def chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return prepare_chart(tmp_path_factory.mktemp("chart"))
 
 
 def deployment_env(docs: Sequence[KubeObject], namespace: str) -> dict[str, str]:

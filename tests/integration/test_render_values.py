@@ -21,7 +21,7 @@ from provider.catalog_actor import parse_model_catalog
 from provider.chart_values import deployment_env, load_values
 from provider.cli import main
 from provider.settings import ProviderSettings, SettingsError
-from tests.integration.test_chart import container, prepare_chart
+from tests.support.chart import container
 from tests.support.helm import helm
 
 pytestmark = pytest.mark.integration
@@ -88,11 +88,6 @@ extraEnv: [{name: EMPTY, value: null}]
 """,
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return prepare_chart(tmp_path_factory.mktemp("chart"))
 
 
 def helm_env(chart: Path, release: str, namespace: str, values: Path) -> dict[str, str]:

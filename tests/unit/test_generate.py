@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from controlplane import crds_dir
 from provider import generate, rbac
 from provider.commands import generate as generate_command
+from provider.openapi_schema import openapi_v3
+from tests.support.structural_schema import structural_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +108,7 @@ def test_published_schemas_are_the_models_schemas() -> None:
     for rel, model in published.items():
         schema = json.loads((ROOT / rel).read_text())
         assert schema == model.model_json_schema(by_alias=True), rel
-        assert in_crd[rel]["parametersSchema"]["openAPIV3Schema"] == generate.openapi_v3(schema), rel
+        assert in_crd[rel]["parametersSchema"]["openAPIV3Schema"] == openapi_v3(schema), rel
 
 
 def test_provider_name_matches_the_runtime() -> None:
@@ -162,262 +164,6 @@ def test_rbac_is_least_privilege() -> None:
     }
 
 
-# -- the OpenAPI conversion -------------------------------------------------------------------------
-
-
-class _Inner(BaseModel):
-    size: int = Field(gt=0, description="inner size")
-
-
-class _Outer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(examples=["a", "b"])
-    inner: _Inner | None = Field(default=None, description="optional inner")
-    items: list[_Inner] = Field(default_factory=list)
-    kind: str = Field(default="fixed", json_schema_extra={"const": "fixed"})
-
-
-def test_openapi_v3_inlines_refs_and_nulls() -> None:
-    out = generate.openapi_v3(_Outer.model_json_schema(by_alias=True))
-    assert "$defs" not in json.dumps(out) and "$ref" not in json.dumps(out)
-    assert "title" not in json.dumps(out)
-    inner = out["properties"]["inner"]
-    assert inner["nullable"] is True and inner["description"] == "optional inner"
-    assert inner["properties"]["size"] == {
-        "description": "inner size",
-        "exclusiveMinimum": True,
-        "minimum": 0,
-        "type": "integer",
-    }
-    assert out["properties"]["items"]["items"]["type"] == "object"
-    assert out["properties"]["name"]["example"] == "a"
-    assert out["properties"]["kind"]["enum"] == ["fixed"]
-    assert out["additionalProperties"] is False
-
-
-def test_openapi_v3_rejects_unknown_keywords() -> None:
-    with pytest.raises(generate.DefinitionError, match="prefixItems"):
-        generate.openapi_v3({"type": "array", "prefixItems": [{"type": "string"}]})
-    with pytest.raises(generate.DefinitionError, match="recursive"):
-        generate.openapi_v3({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})
-
-
-# -- definition checks -----------------------------------------------------------------------------
-
-
-class _Engine(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model_uri: str = Field(alias="modelURI")
-    mode: str = Field(default="a", json_schema_extra={"enum": ["a", "b"]})
-    size: int | None = Field(default=None, ge=1, le=8)
-    flag: bool = False
-
-
-class _Topo(BaseModel):
-    access: str | None = None
-
-
-MODELS: dict[str, type[BaseModel]] = {"m:Engine": _Engine, "m:Topo": _Topo}
-
-
-def _definition(tmp_path: Path, fields: dict[str, Any], versions: dict[str, Any] | None = None) -> Path:
-    root = tmp_path / "repo"
-    d = root / "definition"
-    (d / "topologies" / "t").mkdir(parents=True)
-    (d / "provider.yaml").write_text(
-        yaml.safe_dump({"name": "p", "components": {"engine": {"type": "e", "parametersModel": "m:Engine"}}})
-    )
-    (d / "versions.yaml").write_text(
-        yaml.safe_dump(
-            versions
-            or {
-                "componentTypes": {"e": {"versions": [{"version": "1.0", "image": "e:1", "default": True}]}},
-                "versions": [{"name": "1", "default": True, "components": {"engine": "1.0"}}],
-            }
-        )
-    )
-    ui = {"sections": {"s": {"label": "S", "components": fields}}}
-    topology = {"config": {"parametersModel": "m:Topo", "components": {"engine": {}}}, "ui": ui}
-    (d / "topologies" / "t" / "topology.yaml").write_text(yaml.safe_dump(topology))
-    return root
-
-
-URI_FIELD = {
-    "uiType": "text",
-    "path": "spec.components.engine.parameters.modelURI",
-    "validation": {"required": True},
-}
-
-
-def _render(root: Path) -> dict[str, str]:
-    return generate.render(root, MODELS.__getitem__)
-
-
-def test_render_minimal_definition(tmp_path: Path) -> None:
-    root = _definition(
-        tmp_path,
-        {
-            "uri": URI_FIELD,
-            "mode": {
-                "uiType": "select",
-                "path": "spec.components.engine.parameters.mode",
-                "fieldParams": {"defaultValue": "a", "options": [{"label": "A", "value": "a"}]},
-            },
-            "flag": {
-                "uiType": "select",
-                "path": "spec.components.engine.parameters.flag",
-                "fieldParams": {"defaultValue": "false"},
-            },
-            "replicas": {"uiType": "number", "path": "spec.components.engine.replicas"},
-            "access": {"uiType": "text", "path": "spec.topology.parameters.access"},
-            "grp": {
-                "uiType": "group",
-                "components": {
-                    "cpu": {"uiType": "number", "path": "spec.components.engine.resources.limits.cpu"}
-                },
-            },
-        },
-    )
-    out = _render(root)
-    assert set(out) == {
-        str(generate.PROVIDER_SPEC),
-        str(generate.RBAC_RULES),
-        "definition/components/engine.parameters.schema.json",
-        "definition/topologies/t/parameters.schema.json",
-    }
-    doc = yaml.safe_load(out[str(generate.PROVIDER_SPEC)])
-    assert doc["name"] == "p"
-    assert doc["spec"]["topologies"]["t"]["components"] == {"engine": {}}
-    assert set(generate.write_files(root, out)) == set(out)
-    assert generate.write_files(root, out) == []
-    assert generate.stale_files(root, out) == {}
-
-
-@pytest.mark.parametrize(
-    ("fields", "message"),
-    [
-        ({}, "modelURI is required by the model but not in the form"),
-        ({"uri": {**URI_FIELD, "validation": {}}}, "set validation.required: true"),
-        (
-            {"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.components.engine.parameters.nope"}},
-            "not a field",
-        ),
-        (
-            {"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.components.other.replicas"}},
-            "names no component",
-        ),
-        (
-            {"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.components.engine.bogus"}},
-            "not a component field",
-        ),
-        ({"uri": URI_FIELD, "x": {"uiType": "text", "path": "metadata.name"}}, "not an Instance spec field"),
-        ({"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.topology.parameters.nope"}}, "not a field"),
-        (
-            {
-                "uri": URI_FIELD,
-                "x": {
-                    "uiType": "number",
-                    "path": "spec.components.engine.parameters.size",
-                    "validation": {"min": 0},
-                },
-            },
-            "validation.min 0 allows values the model rejects",
-        ),
-        (
-            {
-                "uri": URI_FIELD,
-                "x": {
-                    "uiType": "number",
-                    "path": "spec.components.engine.parameters.size",
-                    "validation": {"max": 9},
-                },
-            },
-            "validation.max 9",
-        ),
-        (
-            {
-                "uri": URI_FIELD,
-                "x": {
-                    "uiType": "select",
-                    "path": "spec.components.engine.parameters.mode",
-                    "fieldParams": {"defaultValue": "b"},
-                },
-            },
-            "differs from the model default",
-        ),
-        (
-            {
-                "uri": URI_FIELD,
-                "x": {
-                    "uiType": "select",
-                    "path": "spec.components.engine.parameters.mode",
-                    "fieldParams": {"options": [{"label": "C", "value": "c"}]},
-                },
-            },
-            "option 'c' is not one of the model's values",
-        ),
-        (
-            {
-                "uri": URI_FIELD,
-                "x": {
-                    "uiType": "select",
-                    "path": "spec.components.engine.version",
-                    "fieldParams": {"optionsPath": "spec.componentTypes.nope.versions"},
-                },
-            },
-            "unknown component type",
-        ),
-    ],
-)
-def test_ui_drift_is_an_error(tmp_path: Path, fields: dict[str, Any], message: str) -> None:
-    with pytest.raises(generate.DefinitionError, match=message):
-        _render(_definition(tmp_path, fields))
-
-
-@pytest.mark.parametrize(
-    ("versions", "message"),
-    [
-        (
-            {
-                "componentTypes": {
-                    "e": {
-                        "versions": [
-                            {"version": "1.0", "image": "e:1", "default": True},
-                            {"version": "1.1", "image": "e:1.1", "default": True},
-                        ]
-                    }
-                },
-                "versions": [{"name": "1", "default": True, "components": {"engine": "1.0"}}],
-            },
-            "exactly one version must be default",
-        ),
-        (
-            {
-                "componentTypes": {"e": {"versions": [{"version": "1.0", "image": "e:1", "default": True}]}},
-                "versions": [{"name": "1", "components": {"engine": "1.0"}}],
-            },
-            "exactly one bundle must be default",
-        ),
-        (
-            {
-                "componentTypes": {"e": {"versions": [{"version": "1.0", "image": "e:1", "default": True}]}},
-                "versions": [{"name": "1", "default": True, "components": {"engine": "2.0"}}],
-            },
-            "is not a e version",
-        ),
-        (
-            {"componentTypes": {}, "versions": [{"name": "1", "default": True}]},
-            "not in versions.yaml componentTypes",
-        ),
-    ],
-)
-def test_catalog_errors(tmp_path: Path, versions: dict[str, Any], message: str) -> None:
-    with pytest.raises(generate.DefinitionError, match=message):
-        _render(_definition(tmp_path, {"uri": URI_FIELD}, versions))
-
-
 def test_find_root(tmp_path: Path) -> None:
     assert generate.find_root(ROOT / "charts") == ROOT
 
@@ -430,49 +176,7 @@ def _copy_definition(tmp_path: Path) -> Path:
     return root
 
 
-# -- a small structural validator (the subset of OpenAPI v3 the Provider CRD uses) -----------------
-
-
-def structural_errors(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
-    """Errors a Kubernetes API server would report or silently prune for `value` under `schema`.
-
-    Unknown fields count as errors: the API server would drop them (pruning), losing data.
-    """
-    errors: list[str] = []
-    if path == ".metadata" or (
-        schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema
-    ):
-        return errors  # ObjectMeta is validated by the API server itself
-    expected = schema.get("type")
-    checks = {
-        "object": lambda v: isinstance(v, dict),
-        "array": lambda v: isinstance(v, list),
-        "string": lambda v: isinstance(v, str),
-        "boolean": lambda v: isinstance(v, bool),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    }
-    if expected and not checks[expected](value):
-        return [f"{path or '.'}: expected {expected}, got {type(value).__name__}"]
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: {value!r} not in {schema['enum']}")
-    if isinstance(value, dict):
-        for req in schema.get("required") or []:
-            if req not in value:
-                errors.append(f"{path}.{req}: required")
-        props = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        for key, sub in value.items():
-            if key in props:
-                errors += structural_errors(props[key], sub, f"{path}.{key}")
-            elif isinstance(extra, dict):
-                errors += structural_errors(extra, sub, f"{path}.{key}")
-            elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-                errors.append(f"{path}.{key}: unknown field (would be pruned)")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            errors += structural_errors(schema["items"], item, f"{path}[{i}]")
-    return errors
+# -- the structural validator the Provider spec test relies on --------------------------------------
 
 
 def test_structural_validator_catches_drift() -> None:

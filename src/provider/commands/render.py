@@ -32,7 +32,8 @@ from actors.interface import KubeObject
 from provider import chart_values
 from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
 from provider.catalog_actor import MODEL_CATALOG_ENV, parse_model_catalog
-from provider.generate import CHART_DIR, DefinitionError, find_root
+from provider.definition import DefinitionError
+from provider.generate import CHART_DIR, find_root
 from provider.kserve import KServeProvider
 from provider.preview import Document, offline_providers, preview
 from provider.settings import ProviderSettings, SettingsError

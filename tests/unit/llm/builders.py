@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from actors.interface import KubeObject
+import pytest
+
+from actors.interface import KubeObject, ValidationFailed
 from provider import kinds
 from provider.instance import Instance
 from provider.llm.handler import LlmTopology
@@ -154,3 +156,16 @@ def llmisvc(
         "metadata": {"name": name, "namespace": "models", "generation": generation},
         "status": status,
     }
+
+
+# -- validation outcomes --------------------------------------------------------------------------
+
+
+def fails(engine: dict[str, Any] | None = None, *, settings_: Any = None, **kwargs: Any) -> str:
+    with pytest.raises(ValidationFailed) as info:
+        validate_llm(instance(engine, **kwargs), CATALOG, settings_ or settings())
+    return info.value.message
+
+
+def passes(engine: dict[str, Any] | None = None, *, settings_: Any = None, **kwargs: Any) -> None:
+    validate_llm(instance(engine, **kwargs), CATALOG, settings_ or settings())

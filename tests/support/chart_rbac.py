@@ -1,0 +1,79 @@
+"""The chart's ServiceAccount and RBAC on the real control plane.
+
+`service_account_kubeconfig` is the helper for running the provider under the chart's
+ServiceAccount: it applies the rendered ServiceAccount and RBAC to the control plane and returns a
+kubeconfig holding a token of that ServiceAccount (TokenRequest).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from actors.interface import KubeObject, Resource
+from actors.kube import KubeClient
+from controlplane import ControlPlane, create_or_replace, service_account_token
+from tests.support.chart import prepare_chart, render
+
+SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+CLUSTER_ROLE = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDING = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
+ROLE = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDING = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+SSAR = Resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False)
+RBAC_RESOURCES = {
+    "ServiceAccount": SERVICE_ACCOUNT,
+    "ClusterRole": CLUSTER_ROLE,
+    "ClusterRoleBinding": CLUSTER_ROLE_BINDING,
+    "Role": ROLE,
+    "RoleBinding": ROLE_BINDING,
+}
+
+
+def rendered_rbac(chart: Path, namespace: str, release: str) -> list[KubeObject]:
+    """The ServiceAccount, ClusterRole/Binding and Role/Binding the chart renders for `release`."""
+    return [d for d in render(chart, release=release, namespace=namespace) if d["kind"] in RBAC_RESOURCES]
+
+
+async def apply_rbac(kube: KubeClient, objects: Sequence[KubeObject]) -> str:
+    """Create or replace the rendered RBAC objects; return the ServiceAccount name."""
+    for obj in objects:
+        await create_or_replace(kube, RBAC_RESOURCES[obj["kind"]], obj)
+    (sa,) = [o for o in objects if o["kind"] == "ServiceAccount"]
+    name: str = sa["metadata"]["name"]
+    return name
+
+
+async def service_account_kubeconfig(
+    controlplane: ControlPlane,
+    kube: KubeClient,
+    namespace: str,
+    directory: Path,
+    *,
+    chart: Path | None = None,
+    release: str | None = None,
+) -> Path:
+    """Apply the chart's ServiceAccount and RBAC (release namespace `namespace`) and return a
+    kubeconfig that authenticates as that ServiceAccount, to run the provider exactly as deployed."""
+    if chart is None:
+        chart = prepare_chart(directory / f"chart-{uuid.uuid4().hex[:6]}")
+    release = release or f"pk-{namespace}"
+    sa = await apply_rbac(kube, rendered_rbac(chart, namespace, release))
+    token = await service_account_token(kube, namespace, sa)
+    return controlplane.write_kubeconfig(directory / f"{release}.kubeconfig", token, user=sa)
+
+
+async def allowed(client: KubeClient, attributes: dict[str, str]) -> bool:
+    review = await client.create(
+        SSAR,
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "metadata": {},
+            "spec": {"resourceAttributes": attributes},
+        },
+    )
+    return bool(review["status"].get("allowed"))

@@ -1,0 +1,225 @@
+"""definition/ checks: a minimal definition renders, and UI or catalog drift from the models is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from provider import generate
+from provider.definition import DefinitionError
+
+
+class _Engine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model_uri: str = Field(alias="modelURI")
+    mode: str = Field(default="a", json_schema_extra={"enum": ["a", "b"]})
+    size: int | None = Field(default=None, ge=1, le=8)
+    flag: bool = False
+
+
+class _Topo(BaseModel):
+    access: str | None = None
+
+
+MODELS: dict[str, type[BaseModel]] = {"m:Engine": _Engine, "m:Topo": _Topo}
+
+
+def _definition(tmp_path: Path, fields: dict[str, Any], versions: dict[str, Any] | None = None) -> Path:
+    root = tmp_path / "repo"
+    d = root / "definition"
+    (d / "topologies" / "t").mkdir(parents=True)
+    (d / "provider.yaml").write_text(
+        yaml.safe_dump({"name": "p", "components": {"engine": {"type": "e", "parametersModel": "m:Engine"}}})
+    )
+    (d / "versions.yaml").write_text(
+        yaml.safe_dump(
+            versions
+            or {
+                "componentTypes": {"e": {"versions": [{"version": "1.0", "image": "e:1", "default": True}]}},
+                "versions": [{"name": "1", "default": True, "components": {"engine": "1.0"}}],
+            }
+        )
+    )
+    ui = {"sections": {"s": {"label": "S", "components": fields}}}
+    topology = {"config": {"parametersModel": "m:Topo", "components": {"engine": {}}}, "ui": ui}
+    (d / "topologies" / "t" / "topology.yaml").write_text(yaml.safe_dump(topology))
+    return root
+
+
+URI_FIELD = {
+    "uiType": "text",
+    "path": "spec.components.engine.parameters.modelURI",
+    "validation": {"required": True},
+}
+
+
+def _render(root: Path) -> dict[str, str]:
+    return generate.render(root, MODELS.__getitem__)
+
+
+def test_render_minimal_definition(tmp_path: Path) -> None:
+    root = _definition(
+        tmp_path,
+        {
+            "uri": URI_FIELD,
+            "mode": {
+                "uiType": "select",
+                "path": "spec.components.engine.parameters.mode",
+                "fieldParams": {"defaultValue": "a", "options": [{"label": "A", "value": "a"}]},
+            },
+            "flag": {
+                "uiType": "select",
+                "path": "spec.components.engine.parameters.flag",
+                "fieldParams": {"defaultValue": "false"},
+            },
+            "replicas": {"uiType": "number", "path": "spec.components.engine.replicas"},
+            "access": {"uiType": "text", "path": "spec.topology.parameters.access"},
+            "grp": {
+                "uiType": "group",
+                "components": {
+                    "cpu": {"uiType": "number", "path": "spec.components.engine.resources.limits.cpu"}
+                },
+            },
+        },
+    )
+    out = _render(root)
+    assert set(out) == {
+        str(generate.PROVIDER_SPEC),
+        str(generate.RBAC_RULES),
+        "definition/components/engine.parameters.schema.json",
+        "definition/topologies/t/parameters.schema.json",
+    }
+    doc = yaml.safe_load(out[str(generate.PROVIDER_SPEC)])
+    assert doc["name"] == "p"
+    assert doc["spec"]["topologies"]["t"]["components"] == {"engine": {}}
+    assert set(generate.write_files(root, out)) == set(out)
+    assert generate.write_files(root, out) == []
+    assert generate.stale_files(root, out) == {}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "modelURI is required by the model but not in the form"),
+        ({"uri": {**URI_FIELD, "validation": {}}}, "set validation.required: true"),
+        (
+            {"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.components.engine.parameters.nope"}},
+            "not a field",
+        ),
+        (
+            {"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.components.other.replicas"}},
+            "names no component",
+        ),
+        (
+            {"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.components.engine.bogus"}},
+            "not a component field",
+        ),
+        ({"uri": URI_FIELD, "x": {"uiType": "text", "path": "metadata.name"}}, "not an Instance spec field"),
+        ({"uri": URI_FIELD, "x": {"uiType": "text", "path": "spec.topology.parameters.nope"}}, "not a field"),
+        (
+            {
+                "uri": URI_FIELD,
+                "x": {
+                    "uiType": "number",
+                    "path": "spec.components.engine.parameters.size",
+                    "validation": {"min": 0},
+                },
+            },
+            "validation.min 0 allows values the model rejects",
+        ),
+        (
+            {
+                "uri": URI_FIELD,
+                "x": {
+                    "uiType": "number",
+                    "path": "spec.components.engine.parameters.size",
+                    "validation": {"max": 9},
+                },
+            },
+            "validation.max 9",
+        ),
+        (
+            {
+                "uri": URI_FIELD,
+                "x": {
+                    "uiType": "select",
+                    "path": "spec.components.engine.parameters.mode",
+                    "fieldParams": {"defaultValue": "b"},
+                },
+            },
+            "differs from the model default",
+        ),
+        (
+            {
+                "uri": URI_FIELD,
+                "x": {
+                    "uiType": "select",
+                    "path": "spec.components.engine.parameters.mode",
+                    "fieldParams": {"options": [{"label": "C", "value": "c"}]},
+                },
+            },
+            "option 'c' is not one of the model's values",
+        ),
+        (
+            {
+                "uri": URI_FIELD,
+                "x": {
+                    "uiType": "select",
+                    "path": "spec.components.engine.version",
+                    "fieldParams": {"optionsPath": "spec.componentTypes.nope.versions"},
+                },
+            },
+            "unknown component type",
+        ),
+    ],
+)
+def test_ui_drift_is_an_error(tmp_path: Path, fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(DefinitionError, match=message):
+        _render(_definition(tmp_path, fields))
+
+
+@pytest.mark.parametrize(
+    ("versions", "message"),
+    [
+        (
+            {
+                "componentTypes": {
+                    "e": {
+                        "versions": [
+                            {"version": "1.0", "image": "e:1", "default": True},
+                            {"version": "1.1", "image": "e:1.1", "default": True},
+                        ]
+                    }
+                },
+                "versions": [{"name": "1", "default": True, "components": {"engine": "1.0"}}],
+            },
+            "exactly one version must be default",
+        ),
+        (
+            {
+                "componentTypes": {"e": {"versions": [{"version": "1.0", "image": "e:1", "default": True}]}},
+                "versions": [{"name": "1", "components": {"engine": "1.0"}}],
+            },
+            "exactly one bundle must be default",
+        ),
+        (
+            {
+                "componentTypes": {"e": {"versions": [{"version": "1.0", "image": "e:1", "default": True}]}},
+                "versions": [{"name": "1", "default": True, "components": {"engine": "2.0"}}],
+            },
+            "is not a e version",
+        ),
+        (
+            {"componentTypes": {}, "versions": [{"name": "1", "default": True}]},
+            "not in versions.yaml componentTypes",
+        ),
+    ],
+)
+def test_catalog_errors(tmp_path: Path, versions: dict[str, Any], message: str) -> None:
+    with pytest.raises(DefinitionError, match=message):
+        _render(_definition(tmp_path, {"uri": URI_FIELD}, versions))
