@@ -150,24 +150,7 @@ def _check_field(
     path: str,
     field: Mapping[str, Any],
 ) -> None:
-    parts = path.split(".")
-    if parts[0] != "spec" or len(parts) < 2 or parts[1] not in INSTANCE_SPEC_FIELDS:
-        raise DefinitionError(f"{where}: path {path!r} is not an Instance spec field")
-    schema: Mapping[str, Any] | None = None
-    rest = ""
-    if parts[1] == "components":
-        if len(parts) < 4 or parts[2] not in topology.components:
-            raise DefinitionError(f"{where}: path {path!r} names no component of topology {topology.name}")
-        if parts[3] not in COMPONENT_FIELDS:
-            raise DefinitionError(f"{where}: path {path!r}: {parts[3]!r} is not a component field")
-        if parts[3] == "parameters":
-            schema, rest = schemas.get(f"component:{parts[2]}"), ".".join(parts[4:])
-            if schema is None:
-                raise DefinitionError(f"{where}: component {parts[2]} has no parametersModel")
-    elif parts[1:3] == ["topology", "parameters"]:
-        schema, rest = schemas.get(f"topology:{topology.name}"), ".".join(parts[3:])
-        if schema is None:
-            raise DefinitionError(f"{where}: topology {topology.name} has no parametersModel")
+    schema, rest = _field_model(topology, schemas, where, path)
     options_path = as_mapping(field.get("fieldParams"), f"{where}.fieldParams").get("optionsPath")
     if isinstance(options_path, str) and options_path.startswith("spec.componentTypes."):
         ctype = options_path.split(".")[2]
@@ -178,17 +161,46 @@ def _check_field(
     found = _field_schema(schema, rest) if rest else None
     if found is None:
         raise DefinitionError(f"{where}: path {path!r} is not a field of the parameters model")
-    prop, required = found
+    _check_agrees_with_model(where, path, field, *found)
+
+
+def _field_model(
+    topology: Topology, schemas: Mapping[str, Mapping[str, Any]], where: str, path: str
+) -> tuple[Mapping[str, Any] | None, str]:
+    """The parameters model a UI field's path points into, and the path inside it (None: a path
+    outside any parameters model, e.g. spec.components.<c>.replicas)."""
+    parts = path.split(".")
+    if parts[0] != "spec" or len(parts) < 2 or parts[1] not in INSTANCE_SPEC_FIELDS:
+        raise DefinitionError(f"{where}: path {path!r} is not an Instance spec field")
+    if parts[1] == "components":
+        if len(parts) < 4 or parts[2] not in topology.components:
+            raise DefinitionError(f"{where}: path {path!r} names no component of topology {topology.name}")
+        if parts[3] not in COMPONENT_FIELDS:
+            raise DefinitionError(f"{where}: path {path!r}: {parts[3]!r} is not a component field")
+        if parts[3] != "parameters":
+            return None, ""
+        schema = schemas.get(f"component:{parts[2]}")
+        if schema is None:
+            raise DefinitionError(f"{where}: component {parts[2]} has no parametersModel")
+        return schema, ".".join(parts[4:])
+    if parts[1:3] == ["topology", "parameters"]:
+        schema = schemas.get(f"topology:{topology.name}")
+        if schema is None:
+            raise DefinitionError(f"{where}: topology {topology.name} has no parametersModel")
+        return schema, ".".join(parts[3:])
+    return None, ""
+
+
+def _check_agrees_with_model(
+    where: str, path: str, field: Mapping[str, Any], prop: Mapping[str, Any], required: bool
+) -> None:
+    """The form accepts exactly what the model does: required, default, bounds and options."""
     params = as_mapping(field.get("fieldParams"), f"{where}.fieldParams")
     validation = as_mapping(field.get("validation"), f"{where}.validation")
     if required and validation.get("required") is not True:
         raise DefinitionError(f"{where}: {path} is required by the model: set validation.required: true")
     default = prop.get("default")
-    if (
-        "defaultValue" in params
-        and default is not None
-        and not _same_default(params["defaultValue"], default)
-    ):
+    if "defaultValue" in params and default is not None and not _same_default(params["defaultValue"], default):
         raise DefinitionError(
             f"{where}: defaultValue {params['defaultValue']!r} differs from the model default {default!r}"
         )
