@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,6 +147,39 @@ def host_lock() -> Iterator[None]:
                 os.close(_lock_file)
                 _lock_file = None
 
+
+
+@contextlib.contextmanager
+def host_lock_lent(timeout: float = 600.0) -> Iterator[None]:
+    """Lend the host lock this process holds to a cluster a child process starts and stops inside
+    the block (Tilt's `cluster start`, a process of its own that must take the lock itself); taken
+    back afterwards, waiting at most `timeout` seconds for that cluster to let go of it. The
+    holder's snapshot comparison still brackets both."""
+    global _lock_file
+    with _lock_guard:
+        lent, _lock_file = _lock_file, None
+        if lent is not None:
+            os.close(lent)
+    try:
+        yield
+    finally:
+        if lent is not None:
+            fd = os.open(state_dir() / "host.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        os.close(fd)
+                        raise ControlPlaneError(
+                            f"the host lock was not given back within {timeout:.0f} s: a node-mode cluster "
+                            "started meanwhile still runs (python -m cluster cleanup)"
+                        ) from None
+                    time.sleep(0.5)
+            with _lock_guard:
+                _lock_file = fd
 
 # -- sysctls --------------------------------------------------------------------------------------
 

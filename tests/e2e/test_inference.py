@@ -63,7 +63,7 @@ async def node() -> AsyncIterator[NodeCluster]:
 def _pinned_sklearn() -> str:
     for line in REQUIREMENTS.read_text().splitlines():
         if line.startswith("scikit-learn=="):
-            return line.split("==", 1)[1].strip()
+            return line.split("==", 1)[1].split("#", 1)[0].strip()  # the lock's "# via ..." comment
     raise AssertionError(f"{REQUIREMENTS} pins no scikit-learn version")
 
 

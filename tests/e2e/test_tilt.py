@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cluster import background, snapshot
+from cluster import background, host, snapshot
 from controlplane import shared_dir
 from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE, ROOT
 from tests.e2e.support import KSERVE_RESOURCE, POD_SELECTOR, ready, synced, wait_for
@@ -139,6 +139,15 @@ def _examples() -> list[dict[str, Any]]:
 # -- local ------------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def host_lock_lent() -> Iterator[None]:
+    """The session holds the host lock (conftest.host_left_clean); the cluster Tilt starts is a
+    process of its own that takes the lock itself, so the session lends it for the test."""
+    with host.host_lock_lent():
+        yield
+
+
+@pytest.mark.usefixtures("host_lock_lent")
 def test_local_target_ci_live_update_down(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.fail("the local target runs a real node: run `make e2e` as root", pytrace=False)
