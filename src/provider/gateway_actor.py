@@ -21,7 +21,7 @@ from actors.kube import KubeClient
 from actors.shared import SharedActor, Wake, wake_nobody
 from provider.connection import uri_host
 from provider.kinds import GATEWAYS
-from provider.llm.params import LlmTopologyParameters
+from provider.llm.topology_params import LlmTopologyParameters
 from provider.settings import ProviderSettings
 
 log = structlog.get_logger("provider.gateway")

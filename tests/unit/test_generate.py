@@ -91,7 +91,8 @@ def test_provider_spec_content() -> None:
 
 
 def test_published_schemas_are_the_models_schemas() -> None:
-    from provider.llm.params import LlmEngineParameters, LlmTopologyParameters
+    from provider.llm.params import LlmEngineParameters
+    from provider.llm.topology_params import LlmTopologyParameters
     from provider.predictor.params import PredictorParameters
 
     published: dict[str, type[BaseModel]] = {

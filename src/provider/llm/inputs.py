@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from provider.llm.params import LlmEngineParameters, LlmTopologyParameters
+from provider.llm.params import LlmEngineParameters
+from provider.llm.topology_params import LlmTopologyParameters
 
 COMPONENT: Final = "llmEngine"
 

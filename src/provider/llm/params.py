@@ -1,7 +1,8 @@
 """Parameters of the `llm` topology as strict pydantic models.
 
 `LlmEngineParameters` is `spec.components.llmEngine.parameters` (component type `vllm`);
-`LlmTopologyParameters` is `spec.topology.parameters`. Every field's alias is its wire name, so
+`LlmTopologyParameters` (provider.llm.topology_params) is `spec.topology.parameters`; what both
+share is in provider.llm.param_base. Every field's alias is its wire name, so
 `model_json_schema(by_alias=True)` is the schema published in the Provider CR.
 
 Strict where the Go provider was tolerant (kserve-behavior §10.14): a wrong type, an unknown key or
@@ -14,106 +15,30 @@ whose message `message_of` shows verbatim instead of prefixing it with the field
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
-    WithJsonSchema,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from provider.errors import first_error_message
-from provider.field_rules import URI_MAX, unprintable
+from provider.field_rules import unprintable
 from provider.llm.config import ConfigError, parse_config
+from provider.llm.param_base import (
+    ENGINE_PREFIX,
+    INT32_MAX,
+    INT32_MIN,
+    MIN_KV_CACHE_SPACE_GI,
+    OBJECT_NAME_PATTERN,
+    Flag,
+    StrictParams,
+    publish_schema,
+    rule_error,
+)
 from provider.llm.quote import quote
 from provider.llm.uris import SCHEMES, uri_problem
-
-RULE_ERROR: Final = "rule"
-ENGINE_PREFIX: Final = "llmEngine.parameters"
-TOPOLOGY_PREFIX: Final = "topology.parameters"
-INT32_MAX: Final = 2**31 - 1
-INT32_MIN: Final = -(2**31)
-# vLLM's smallest CPU KV cache (GiB); smaller values are raised to it, as the Go provider did.
-MIN_KV_CACHE_SPACE_GI: Final = 1
-
-# A name KServe and Kubernetes use as an object name (baseRefs): an RFC 1123 subdomain.
-OBJECT_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-
-
-def rule_error(message: str) -> PydanticCustomError:
-    """A validation error shown exactly as written (no `<field>: ` prefix)."""
-    return PydanticCustomError(RULE_ERROR, message)
-
-
-def message_of(prefix: str, exc: ValidationError) -> str:
-    """The user-facing message of the first error: verbatim for rules, else `<prefix>.<field>: …`."""
-    first = exc.errors(include_url=False)[0]
-    if first["type"] == RULE_ERROR:
-        return str(first["msg"])
-    return first_error_message(prefix, exc)
-
-
-# -- flags ---------------------------------------------------------------------------------------
-
-TRUE_WORDS: Final = ("true", "1", "enabled", "yes")
-FALSE_WORDS: Final = ("false", "0", "disabled", "no", "")
-
-
-def _parse_flag(value: Any) -> Any:
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in TRUE_WORDS:
-            return True
-        if text in FALSE_WORDS:
-            return False
-        raise PydanticCustomError("flag", "invalid boolean value {value}", {"value": quote(value)})
-    return value
-
-
-Flag = Annotated[
-    bool,
-    BeforeValidator(_parse_flag),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "boolean"},
-                {"type": "string", "enum": [w for w in TRUE_WORDS + FALSE_WORDS if w]},
-            ]
-        }
-    ),
-]
-
-
-def _publish_schema(schema: dict[str, Any]) -> None:
-    """Publish optional fields as their plain type: a JSON `null` means "unset" (validation drops
-    it), Kubernetes structural schemas reject an `anyOf` with a `null` branch, and the titles are
-    noise next to the descriptions."""
-    schema.pop("title", None)
-    for prop in (schema.get("properties") or {}).values():
-        prop.pop("title", None)
-        branches = prop.get("anyOf")
-        if branches is None:
-            continue
-        kept = [b for b in branches if b.get("type") != "null"]
-        if len(kept) != len(branches):
-            del prop["anyOf"]
-            if len(kept) == 1:
-                prop.update(kept[0])
-            else:
-                prop["anyOf"] = kept
-        if "default" in prop and prop["default"] is None:
-            del prop["default"]
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, json_schema_extra=_publish_schema)
-
 
 # -- llmEngine parameters ------------------------------------------------------------------------
 
@@ -121,14 +46,14 @@ class _Params(BaseModel):
 def _adapter_schema(schema: dict[str, Any]) -> None:
     # Both are required; the model itself lets them be missing so that validation can report the
     # Go provider's messages (`llmEngine.parameters.lora.adapters[0].name is required`).
-    _publish_schema(schema)
+    publish_schema(schema)
     schema["required"] = ["name", "uri"]
     for prop in schema["properties"].values():
         prop.pop("default", None)
         prop["minLength"] = 1
 
 
-class LoraAdapterSpec(_Params):
+class LoraAdapterSpec(StrictParams):
     """One explicit LoRA adapter (checked in provider.llm.validation, with the Go messages)."""
 
     model_config = ConfigDict(json_schema_extra=_adapter_schema)
@@ -146,7 +71,7 @@ def _at_least_one(field: str) -> Any:
     return check
 
 
-class LoraSpec(_Params):
+class LoraSpec(StrictParams):
     adapters: list[LoraAdapterSpec] = Field(
         default_factory=list,
         description="Explicit adapters; used when loraDeployment is unset (the catalog slots otherwise).",
@@ -178,7 +103,7 @@ class LoraSpec(_Params):
     _max_cpu_adapters = field_validator("max_cpu_adapters")(_at_least_one("maxCpuAdapters"))
 
 
-class LlmEngineParameters(_Params):
+class LlmEngineParameters(StrictParams):
     """Parameters of the `llmEngine` component (component type `vllm`)."""
 
     model_config = ConfigDict(title="LlmEngineParameters")
@@ -350,111 +275,3 @@ class LlmEngineParameters(_Params):
         """(field, adapter name) of the non-blank catalog slots, in slot order."""
         slots = (("loraSlot1", self.lora_slot1), ("loraSlot2", self.lora_slot2), ("loraSlot3", self.lora_slot3))
         return [(field, name) for field, name in slots if name]
-
-
-# -- topology parameters -------------------------------------------------------------------------
-
-ExternalAccess = Literal["ClusterIP", "LoadBalancer", "NodePort", "EnvoyAIGateway"]
-EXTERNAL_ACCESS_VALUES: Final[tuple[str, ...]] = ("ClusterIP", "LoadBalancer", "NodePort", "EnvoyAIGateway")
-
-
-class LlmTopologyParameters(_Params):
-    """Parameters of the `llm` topology."""
-
-    model_config = ConfigDict(title="LlmTopologyParameters")
-
-    external_access: ExternalAccess | None = Field(
-        default=None,
-        alias="externalAccess",
-        description="How clients reach the model. Wins over enableAIGateway and llmEngine.service.serviceType.",
-    )
-    enable_gateway_routing: Flag = Field(
-        default=False,
-        alias="enableGatewayRouting",
-        description="KServe's Gateway API route and endpoint-picker scheduler.",
-    )
-    enable_ai_gateway: Flag = Field(
-        default=False,
-        alias="enableAIGateway",
-        description="Legacy alias of externalAccess EnvoyAIGateway, used only when externalAccess is unset.",
-    )
-    token_limit_per_hour: int | None = Field(
-        default=None,
-        alias="tokenLimitPerHour",
-        le=INT32_MAX,
-        description="Tokens per user and hour for each served model (the base model and every LoRA adapter) "
-        "on the Envoy AI Gateway; 1000 when the gateway enforces quotas and this is unset.",
-        json_schema_extra={"minimum": 1},
-    )
-    enable_prefill: Flag = Field(default=False, alias="enablePrefill", description="Prefill/decode disaggregation.")
-    prefill_replicas: int | None = Field(
-        default=None,
-        alias="prefillReplicas",
-        ge=0,
-        le=INT32_MAX,
-        description="Prefill pods (with enablePrefill).",
-    )
-    enable_metrics: Flag | None = Field(
-        default=None,
-        alias="enableMetrics",
-        description="A PodMonitor for vLLM's metrics (default on; skipped without the Prometheus Operator).",
-    )
-    enable_tracing: Flag = Field(
-        default=False, alias="enableTracing", description="OpenTelemetry tracing through KServe."
-    )
-    tracing_endpoint: str | None = Field(
-        default=None,
-        alias="tracingEndpoint",
-        description="OTLP collector URL (with enableTracing); KServe's default collector when unset.",
-        examples=["http://otel-collector.observability:4317"],
-    )
-
-    @field_validator("external_access", mode="before")
-    @classmethod
-    def _external_access(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if not value:
-                return None
-            if value not in EXTERNAL_ACCESS_VALUES:
-                raise rule_error("externalAccess must be one of ClusterIP, LoadBalancer, NodePort or EnvoyAIGateway")
-        return value
-
-    @field_validator("tracing_endpoint")
-    @classmethod
-    def _tracing_endpoint(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        value = value.strip()
-        if not value:
-            return None
-        scheme, sep, rest = value.partition("://")
-        host = rest.split("/", 1)[0]
-        if len(value) > URI_MAX or unprintable(value) is not None:
-            raise ValueError(f"must be a printable URL of at most {URI_MAX} characters")
-        if not sep or scheme not in ("http", "https") or not host or any(ch.isspace() for ch in value):
-            raise ValueError(
-                f"{quote(value)} is not an http:// or https:// URL (e.g. http://otel-collector.observability:4317)"
-            )
-        return value
-
-    def uses_ai_gateway(self) -> bool:
-        """The Envoy AI Gateway fronts the model: externalAccess says so, or the legacy flag does
-        while externalAccess is unset."""
-        if self.external_access is not None:
-            return self.external_access == "EnvoyAIGateway"
-        return self.enable_ai_gateway
-
-    def resolved_service_type(self) -> str | None:
-        """The Service type externalAccess asks for; None defers to llmEngine.service.serviceType."""
-        if self.external_access in ("LoadBalancer", "NodePort"):
-            return self.external_access
-        if self.external_access in ("ClusterIP", "EnvoyAIGateway"):
-            return "ClusterIP"
-        return None
-
-    def gateway_routing(self) -> bool:
-        """KServe's scheduler (InferencePool) is needed: Gateway API routing or the AI Gateway."""
-        return self.enable_gateway_routing or self.uses_ai_gateway()
-
-    def metrics_enabled(self) -> bool:
-        return True if self.enable_metrics is None else self.enable_metrics

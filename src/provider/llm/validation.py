@@ -43,15 +43,11 @@ from provider.field_rules import check_image, check_int32, check_qualified_name,
 from provider.instance import ComponentSpec, Instance
 from provider.llm.config import pod_specs
 from provider.llm.inputs import COMPONENT, Adapter, LlmInputs
-from provider.llm.params import (
-    ENGINE_PREFIX,
-    TOPOLOGY_PREFIX,
-    LlmEngineParameters,
-    LlmTopologyParameters,
-    message_of,
-)
+from provider.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, message_of
+from provider.llm.params import LlmEngineParameters
 from provider.llm.quote import quote
 from provider.llm.source_ranges import normalized_source_ranges
+from provider.llm.topology_params import LlmTopologyParameters
 from provider.llm.uris import scheme_of, uri_problem
 from provider.pod_security import PodPolicy, violation
 from provider.resources import container_resources

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from provider.llm.params import ENGINE_PREFIX, LlmEngineParameters, LlmTopologyParameters, message_of
+from provider.llm.param_base import ENGINE_PREFIX, message_of
+from provider.llm.params import LlmEngineParameters
+from provider.llm.topology_params import LlmTopologyParameters
 
 ENGINE = {"modelURI": "hf://org/model"}
 
