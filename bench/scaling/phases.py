@@ -179,6 +179,11 @@ async def restart_and_idle(process: ProviderProcess, n: int, idle_seconds: float
         "restart_cpu": cpu_seconds(process.pid),
         "restart_seconds": time.perf_counter() - started,
     }
+    # Idle starts once the restart's work is over: its actors exit after their idle timeout.
+    with anyio.move_on_after(120):
+        while process.scrape().live:
+            await anyio.sleep(0.5)
+    after = process.scrape()
     idle_from = cpu_seconds(process.pid)
     await anyio.sleep(idle_seconds)
     idle = process.scrape()

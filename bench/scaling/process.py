@@ -34,6 +34,7 @@ class Sample:
     reconciles: float
     depth: float  # keys waiting to run
     errors: float = 0.0  # reconciles that failed (retried with backoff)
+    live: float = 0.0  # per-Instance actors alive (each exits after its idle timeout)
 
     def writes(self) -> int:
         return sum(self.verbs[v] for v in WRITES)
@@ -59,6 +60,8 @@ def scrape(port: int, derived: Resource) -> Sample:
             sample.reconciles += float(line.rsplit(" ", 1)[1])
             if 'result="error"' in line:
                 sample.errors += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("provider_live_actors "):
+            sample.live = float(line.rsplit(" ", 1)[1])
         elif line.startswith("provider_queue_depth "):
             sample.depth = float(line.rsplit(" ", 1)[1])
     return sample

@@ -47,6 +47,7 @@ from actors.own_writes import ObjectId, OwnWrites
 from actors.owned import OwnedIndex, OwnedRef
 from actors.ownership import is_owned_by, stamp
 from actors.resource import GroupVersionKind, KubeObject, Resource, gvk_of
+from actors.tracing import span
 
 log = structlog.get_logger("actors.apply")
 tracer = trace.get_tracer("actors.apply")
@@ -154,7 +155,7 @@ class Applier:
             result.skipped += 1
             return live.object()
         object_id: ObjectId = (resource, stamped["metadata"]["namespace"], stamped["metadata"]["name"])
-        with tracer.start_as_current_span("apply", attributes={"k8s.kind": stamped["kind"], "k8s.name": object_id[2]}):
+        with span(tracer, "apply", {"k8s.kind": stamped["kind"], "k8s.name": object_id[2]}):
             self.writes.begin(object_id)
             written: KubeObject | None = None
             try:
@@ -217,7 +218,7 @@ class Applier:
         """Delete an object the index shows as ours: it carries our labels and this Instance's
         controller reference (owned.owned_ref). The uid precondition makes the API server refuse if
         the name now belongs to another object (409), which is then left alone."""
-        with tracer.start_as_current_span("delete", attributes={"k8s.kind": ref.kind, "k8s.name": ref.name}):
+        with span(tracer, "delete", {"k8s.kind": ref.kind, "k8s.name": ref.name}):
             self.writes.forget((ref.resource, ref.namespace, ref.name))
             try:
                 return await self.client.delete(ref.resource, ref.namespace, ref.name, uid=ref.uid)

@@ -42,6 +42,7 @@ from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex
 from actors.ownership import LABEL_PROVIDER
 from actors.status_writer import StatusWriter
+from actors.tracing import span
 from actors.versions import awaiting_provider, effective_bundle, provider_name, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
@@ -102,7 +103,7 @@ class InstanceReconciler:
     async def __call__(self, key: str) -> Action:
         structlog.contextvars.bind_contextvars(instance=key)
         try:
-            with tracer.start_as_current_span("reconcile", attributes={"instance": key}):
+            with span(tracer, "reconcile", {"instance": key}):
                 instance = self.instances.get(key)
                 if instance is None:
                     self.metrics.reconciles.labels(result="gone").inc()
@@ -130,7 +131,7 @@ class InstanceReconciler:
     @contextmanager
     def _step(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
-        with tracer.start_as_current_span(name):
+        with span(tracer, name):
             try:
                 yield
             finally:
