@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from bench.scaling.process import READS, WRITES, ProviderProcess, cpu_seconds, rss_mib
+from bench.scaling.process import READS, WRITES, ProviderProcess, Sample, cpu_seconds, rss_mib
 from bench.scaling.workloads import Workload, name_of
 
 from actors.kube import KubeClient
@@ -82,6 +82,7 @@ async def converge(
     under way (they must go ahead of it)."""
     namespace = process.namespace
     result: dict[str, Any] = {"rss_start": rss_mib(process.pid)}
+    before = process.scrape()
     cpu_start = cpu_seconds(process.pid)
     started = time.perf_counter()
     async with anyio.create_task_group() as tg:
@@ -110,8 +111,23 @@ async def converge(
         rss=rss_mib(process.pid),
         rss_peak=rss_mib(process.pid, "VmHWM"),
         load_converge=os.getloadavg()[0],
+        where=where_time_goes(before, sample, elapsed),
     )
     return result
+
+
+def where_time_goes(before: Sample, after: Sample, wall: float) -> dict[str, float]:
+    """Mean ms per reconcile step and per API request by verb between two scrapes, and how busy
+    the reconcile slots were (sum of step time over 16 slots x wall: near 1, the slots are the
+    limit; far below, the wait is elsewhere: the event loop, the API server, the load generator)."""
+    out: dict[str, float] = {}
+    for key, total in after.seconds.items():
+        count = after.counts[key] - before.counts.get(key, 0.0)
+        if count:
+            out[f"{key} ms"] = 1000 * (total - before.seconds.get(key, 0.0)) / count
+    steps = sum(v - before.seconds.get(k, 0.0) for k, v in after.seconds.items() if k.startswith("step:"))
+    out["slots busy"] = steps / (16 * wall) if wall else 0.0
+    return out
 
 
 async def steady(kube: KubeClient, process: ProviderProcess, workload: Workload, n: int) -> dict[str, Any]:

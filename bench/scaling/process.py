@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +35,9 @@ class Sample:
     depth: float  # keys waiting to run
     errors: float = 0.0  # reconciles that failed (retried with backoff)
     live: float = 0.0  # per-Instance actors alive (each exits after its idle timeout)
+    # Seconds spent and how many, by "step:<reconcile step>" and "api:<verb>" (histogram sums/counts).
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    counts: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def writes(self) -> int:
         return sum(self.verbs[v] for v in WRITES)
@@ -60,11 +63,28 @@ def scrape(port: int, derived: Resource) -> Sample:
             sample.reconciles += float(line.rsplit(" ", 1)[1])
             if 'result="error"' in line:
                 sample.errors += float(line.rsplit(" ", 1)[1])
+        elif line.startswith(_TIMED):
+            name, labels, value = _timed(line)
+            (sample.seconds if name.endswith("_sum") else sample.counts)[labels] += value
         elif line.startswith("provider_live_actors "):
             sample.live = float(line.rsplit(" ", 1)[1])
         elif line.startswith("provider_queue_depth "):
             sample.depth = float(line.rsplit(" ", 1)[1])
     return sample
+
+
+_TIMED = tuple(
+    f"{metric}_{part}{{" for metric in ("provider_reconcile_step_seconds", "provider_api_request_seconds")
+    for part in ("sum", "count")
+)
+
+
+def _timed(line: str) -> tuple[str, str, float]:
+    """`provider_reconcile_step_seconds_sum{step="sync"} 1.5` → (metric, "step:sync", 1.5)."""
+    head, value = line.rsplit(" ", 1)
+    name, labels = head.rstrip("}").split("{", 1)
+    key, _, label = labels.partition("=")
+    return name, f"{'step' if key == 'step' else 'api'}:{label.strip(chr(34))}", float(value)
 
 
 def rss_mib(pid: int, field: str = "VmRSS") -> float:

@@ -108,6 +108,8 @@ def details(results: list[Result]) -> None:
             f" {r.get('rss_peak', 0):>6.1f} {r.get('delete_seconds', 0):>6.1f}  {verbs}"
         )
     for r in results:
+        where = ", ".join(f"{k} {v:.2f}" for k, v in sorted((r.get("where") or {}).items()))
+        print(f"{r['topology']} N={r['n']}: during the converge, {where}")
         if "restart_verbs" in r:
             print(
                 f"{r['topology']} N={r['n']}: restart → requests {r['restart_verbs']},"
