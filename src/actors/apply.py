@@ -68,6 +68,10 @@ def holds(live: Any, wanted: Any) -> bool:
     return bool(live == wanted) and type(live) is type(wanted)
 
 
+def _deleting(obj: KubeObject) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
 @dataclass
 class SyncResult:
     observed: dict[tuple[Resource, str], KubeObject] = field(default_factory=dict)
@@ -217,13 +221,17 @@ class Applier:
     async def delete(self, ref: OwnedRef) -> bool:
         """Delete an object the index shows as ours: it carries our labels and this Instance's
         controller reference (owned.owned_ref). The uid precondition makes the API server refuse if
-        the name now belongs to another object (409), which is then left alone."""
+        the name now belongs to another object (409), which is then left alone. True when the
+        object is gone now: not there, or deleted at once (the answer is a Status, or the object
+        without a deletionTimestamp); False while it lingers (finalizers, a grace period) or for a
+        namesake (the watch says when ours went)."""
         with span(tracer, "delete", {"k8s.kind": ref.kind, "k8s.name": ref.name}):
             self.writes.forget((ref.resource, ref.namespace, ref.name))
             try:
-                return await self.client.delete(ref.resource, ref.namespace, ref.name, uid=ref.uid)
+                answer = await self.client.delete_object(ref.resource, ref.namespace, ref.name, uid=ref.uid)
             except ApiError as err:
                 if err.status == 409:
                     log.warning("not deleting a namesake of our object", kind=ref.kind, name=ref.name)
                     return False
                 raise
+            return answer is None or answer.get("kind") == "Status" or not _deleting(answer)

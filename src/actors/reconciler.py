@@ -274,10 +274,11 @@ class InstanceReconciler:
                     await self.provider.cleanup(self._context(instance))
                 except WaitFor as wait:
                     return Action(requeue_after=wait.seconds)
-            remaining = self.index.owned_by(key, uid)
-            for ref in remaining:
-                if not ref.deleting:
-                    await self.applier.delete(ref)
+            # What the API server deleted at once is gone: no need to wait for its watch event
+            # (the index drops it then) before taking our finalizer off.
+            remaining = [
+                ref for ref in self.index.owned_by(key, uid) if ref.deleting or not await self.applier.delete(ref)
+            ]
         if remaining:
             # Deletions land as watch events that run us again; while an object is held (a
             # foreign finalizer, say) we retry with backoff and keep our finalizer.
