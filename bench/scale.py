@@ -82,6 +82,7 @@ async def main(args: argparse.Namespace) -> None:
                         steady=n == steady_n,
                         idle_seconds=args.idle,
                         churn=args.churn,
+                        extra=tuple(args.provider_arg),
                     )
                     r["contended"] = args.contended
                     results.append(r)
@@ -107,5 +108,8 @@ if __name__ == "__main__":
         "--contended", action="store_true", help="run everything beside a CPU hog on every core (bounded in time)"
     )
     parser.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True, help="the churn phase")
+    parser.add_argument(
+        "--provider-arg", action="append", default=[], help="one more `run` argument (repeatable)"
+    )
     parser.add_argument("--hog-seconds", type=float, default=3600.0, help="the CPU hog's own time limit")
     anyio.run(main, parser.parse_args())

@@ -24,13 +24,14 @@ async def run_one(
     steady: bool,
     idle_seconds: float,
     churn: bool = True,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Converge N; at the steady-state size also resync, latency, churn, restart and idle; then
     delete them all (the restarted process does, at the steady-state size)."""
     workload = WORKLOADS[topology]
     namespace = f"scale-{topology}-{n}"
     await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    process = ProviderProcess(plane.kubeconfig, namespace, topology, checkout, workload.derived)
+    process = ProviderProcess(plane.kubeconfig, namespace, topology, checkout, workload.derived, extra)
     process.start()
     result: dict[str, Any] = {"topology": topology, "n": n}
     try:
@@ -42,7 +43,7 @@ async def run_one(
             if churn:
                 result.update(await phases.churn(kube, process, workload, n))
             process.stop()
-            process = ProviderProcess(plane.kubeconfig, namespace, topology, checkout, workload.derived)
+            process = ProviderProcess(plane.kubeconfig, namespace, topology, checkout, workload.derived, extra)
             result.update(await phases.restart_and_idle(process, n, idle_seconds))
         result.update(await phases.delete_all(kube, process, n))
     finally:

@@ -117,16 +117,17 @@ async def converge(
 
 
 def where_time_goes(before: Sample, after: Sample, wall: float) -> dict[str, float]:
-    """Mean ms per reconcile step and per API request by verb between two scrapes, and how busy
-    the reconcile slots were (sum of step time over 16 slots x wall: near 1, the slots are the
-    limit; far below, the wait is elsewhere: the event loop, the API server, the load generator)."""
+    """Mean ms per reconcile step and per API request by verb between two scrapes, and the mean
+    number of reconciles in flight (sum of step time over wall: near --max-concurrent, 16 by
+    default, the reconcile slots are the limit; far below, the wait is elsewhere: the event loop,
+    the API server, the load generator)."""
     out: dict[str, float] = {}
     for key, total in after.seconds.items():
         count = after.counts[key] - before.counts.get(key, 0.0)
         if count:
             out[f"{key} ms"] = 1000 * (total - before.seconds.get(key, 0.0)) / count
     steps = sum(v - before.seconds.get(k, 0.0) for k, v in after.seconds.items() if k.startswith("step:"))
-    out["slots busy"] = steps / (16 * wall) if wall else 0.0
+    out["in flight"] = steps / wall if wall else 0.0
     return out
 
 

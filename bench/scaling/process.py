@@ -116,6 +116,7 @@ class ProviderProcess:
     topology: str
     checkout: Path
     derived: Resource
+    extra: tuple[str, ...] = ()  # more `run` arguments (e.g. --max-concurrent 64)
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -126,7 +127,7 @@ class ProviderProcess:
         options = ["--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace, "--no-leader-elect"]
         ports = ["--metrics-port", str(self.port), "--health-port", "0", "--validation-port", "0"]
         self.proc = subprocess.Popen(
-            [sys.executable, *entry, "run", *options, *ports, "--log-level", "warning"],
+            [sys.executable, *entry, "run", *options, *ports, "--log-level", "warning", *self.extra],
             env=env,
             cwd=self.checkout,
             stdout=log,
