@@ -4,7 +4,8 @@ Only our Instances are kept (or another provider's that still hold our finalizer
 we release rather than forget), packed (a fifth of their size as dicts; every read is a fresh copy).
 An Instance over the per-Instance bounds is kept only as a stub, with why (`rejected`). An event
 needs a reconcile only when the Instance's metadata (but resourceVersion and managedFields) changed:
-a spec change bumps metadata.generation, and our own status writes change neither.
+a spec change bumps metadata.generation, and our own status writes change neither; nor does the
+event of our own finalizer write, whose reconcile went on with what it wrote.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class StoredInstance:
     digest: bytes
     packed: bytes
     rejected: str | None = None
+    resource_version: str = ""
 
 
 def reconcile_digest(obj: KubeObject) -> bytes:
@@ -52,6 +54,14 @@ class InstanceStore:
         self.objects = PackedObjects()
         # Instances kept as a stub because they broke a bound (key → why).
         self.rejected: dict[str, str] = {}
+        # The resourceVersion our last metadata write (the finalizer) produced, per key: that
+        # version's event needs no reconcile, the pass that wrote it went on with it.
+        self._own: dict[str, str] = {}
+
+    def expect(self, key: str, resource_version: str) -> None:
+        """Our reconcile wrote `key`'s metadata, producing `resource_version`, and went on with it."""
+        if resource_version:
+            self._own[key] = resource_version
 
     def transform(self, obj: KubeObject) -> StoredInstance | None:
         if not self._ours_or_held(obj):
@@ -61,7 +71,8 @@ class InstanceStore:
         except RecursionError:
             rejected = "spec nests too deep to read"
         kept = stub(obj) if rejected else obj
-        return StoredInstance(reconcile_digest(kept), pack(kept), rejected)
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        return StoredInstance(reconcile_digest(kept), pack(kept), rejected, version)
 
     def _ours_or_held(self, obj: KubeObject) -> bool:
         """Ours, or another provider's now but still holding our finalizer or objects."""
@@ -75,6 +86,7 @@ class InstanceStore:
 
     def update(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> bool:
         """Store the informer's change; True when the Instance needs a reconcile."""
+        own = self._own.pop(key, None)  # any later event settles the expectation
         if new is None:
             self.objects.discard(key)
             self.rejected.pop(key, None)
@@ -84,6 +96,8 @@ class InstanceStore:
             self.rejected[key] = new.rejected
         else:
             self.rejected.pop(key, None)
+        if own is not None and own == new.resource_version:
+            return False
         return old is None or old.digest != new.digest
 
     def keys_matching(self, predicate: Callable[[KubeObject], bool]) -> list[str]:

@@ -179,6 +179,7 @@ class Manager:
             metrics=self.metrics,
             rejected=self.instances.rejected,
             not_served=self.kinds.not_served,
+            own_write=self.instances.expect,
         )
 
     def _scopes(self) -> list[str | None]:

@@ -82,6 +82,7 @@ class InstanceReconciler:
         metrics: RuntimeMetrics,
         rejected: Mapping[str, str] | None = None,
         not_served: Callable[[Resource], None] = lambda resource: None,
+        own_write: Callable[[str, str], None] = lambda key, resource_version: None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -96,6 +97,9 @@ class InstanceReconciler:
         # Instances kept only as a stub because they broke a bound on reading (key → why).
         self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
         self._not_served = not_served
+        # Told the resourceVersion of each write of ours to an Instance's metadata (the store then
+        # takes its watch event for what it is).
+        self._own_write = own_write
 
 
     # -- entry point ----------------------------------------------------------------------
@@ -150,11 +154,16 @@ class InstanceReconciler:
         labels = meta.get("labels") or {}
         if not finalizer.holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
             with self._step("finalizer"):
-                await finalizer.add(
+                patched = await finalizer.add(
                     self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
                 )
-            # The update comes back as a watch event and runs us again with the new object.
-            return Action()
+            if patched is None:
+                return Action()  # gone meanwhile
+            # Go on with the Instance as stored now, in this pass: its watch event is our own
+            # write (it wakes no one) rather than a second pass, a settle window and a slot wait
+            # later. Its later writes (status) carry the new resourceVersion.
+            self._own_write(key, str(patched["metadata"].get("resourceVersion", "")))
+            instance = patched
 
         with self._step("validate"):
             problem = await self._problem(key, instance)
