@@ -179,7 +179,7 @@ class Manager:
             metrics=self.metrics,
             rejected=self.instances.rejected,
             not_served=self.kinds.not_served,
-            own_write=self.instances.expect,
+            instance_writes=self.instances.writes,
         )
 
     def _scopes(self) -> list[str | None]:

@@ -25,6 +25,7 @@ from actors.actor import Action
 from actors.apply import Applier
 from actors.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.connection import connection_secret
+from actors.instances import InstanceWrites
 from actors.interface import (
     Condition,
     KubeObject,
@@ -82,7 +83,7 @@ class InstanceReconciler:
         metrics: RuntimeMetrics,
         rejected: Mapping[str, str] | None = None,
         not_served: Callable[[Resource], None] = lambda resource: None,
-        own_write: Callable[[str, str], None] = lambda key, resource_version: None,
+        instance_writes: InstanceWrites | None = None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -97,9 +98,9 @@ class InstanceReconciler:
         # Instances kept only as a stub because they broke a bound on reading (key → why).
         self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
         self._not_served = not_served
-        # Told the resourceVersion of each write of ours to an Instance's metadata (the store then
-        # takes its watch event for what it is).
-        self._own_write = own_write
+        # Our writes to an Instance's metadata (the finalizer), so that the store takes their watch
+        # events for what they are.
+        self._instance_writes = instance_writes if instance_writes is not None else InstanceWrites()
 
 
     # -- entry point ----------------------------------------------------------------------
@@ -152,19 +153,36 @@ class InstanceReconciler:
         if meta.get("deletionTimestamp") or not ours:
             return await self._release(key, instance, ours=ours)
         labels = meta.get("labels") or {}
+        recheck = False
         if not finalizer.holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
+            patched, recheck = await self._add_finalizer(key, instance)
+            if patched is None:
+                return Action()  # gone meanwhile
+            instance = patched
+        outcome = await self._validate_and_sync(key, instance)
+        if recheck and not outcome.failed:
+            return Action(requeue_after=0.0)  # someone else wrote the Instance while we did: look again
+        return outcome
+
+    async def _add_finalizer(self, key: str, instance: KubeObject) -> tuple[KubeObject | None, bool]:
+        """Add our finalizer and label; the Instance as stored now (None: gone), and whether another
+        writer's change to it came in meanwhile. The pass goes on with what the patch returned:
+        its watch event is our own write and wakes no one, rather than costing a second pass, a
+        settle window and a slot wait before the first apply. Later writes (status) carry the
+        new resourceVersion."""
+        patched: KubeObject | None = None
+        self._instance_writes.begin(key)
+        try:
             with self._step("finalizer"):
                 patched = await finalizer.add(
                     self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
                 )
-            if patched is None:
-                return Action()  # gone meanwhile
-            # Go on with the Instance as stored now, in this pass: its watch event is our own
-            # write (it wakes no one) rather than a second pass, a settle window and a slot wait
-            # later. Its later writes (status) carry the new resourceVersion.
-            self._own_write(key, str(patched["metadata"].get("resourceVersion", "")))
-            instance = patched
+        finally:
+            version = "" if patched is None else str(patched["metadata"].get("resourceVersion", ""))
+            recheck = self._instance_writes.finish(key, version)
+        return patched, recheck
 
+    async def _validate_and_sync(self, key: str, instance: KubeObject) -> Action:
         with self._step("validate"):
             problem = await self._problem(key, instance)
         if problem is not None:

@@ -39,7 +39,8 @@ def test_our_own_finalizer_write_comes_back_without_a_reconcile_and_a_user_edit_
     store = InstanceStore("p", InstanceLimits(), OwnedIndex())
     created = stored(store, instance("1"))
     assert store.update(KEY, None, created)  # a new Instance: reconcile
-    store.expect(KEY, "2")  # the reconcile added the finalizer (resourceVersion 2) and went on
+    store.writes.begin(KEY)  # the reconcile adds the finalizer (resourceVersion 2) and goes on
+    assert not store.writes.finish(KEY, "2")
     ours = stored(store, instance("2", finalizer=True))
     assert not store.update(KEY, created, ours)
     assert store.objects[KEY]["metadata"]["resourceVersion"] == "2"  # stored all the same
@@ -53,10 +54,25 @@ def test_an_expectation_is_settled_by_whichever_event_comes_next() -> None:
     store = InstanceStore("p", InstanceLimits(), OwnedIndex())
     created = stored(store, instance("1"))
     store.update(KEY, None, created)
-    store.expect(KEY, "2")
+    store.writes.begin(KEY)
+    assert not store.writes.finish(KEY, "2")
     # Someone else's write came first: it is judged on its own, and a later event is not
     # mistaken for ours.
     edited = stored(store, instance("3", generation=2))
     assert store.update(KEY, created, edited)
     again = stored(store, instance("2", finalizer=True))
     assert store.update(KEY, edited, again)
+
+
+def test_events_during_our_write_are_held_back_and_another_writers_asks_for_a_look() -> None:
+    store = InstanceStore("p", InstanceLimits(), OwnedIndex())
+    created = stored(store, instance("1"))
+    store.update(KEY, None, created)
+    store.writes.begin(KEY)
+    ours = stored(store, instance("2", finalizer=True))
+    assert not store.update(KEY, created, ours)  # our write's event before its answer
+    assert not store.writes.finish(KEY, "2")  # it was ours: nothing to look at again
+    store.writes.begin(KEY)
+    edited = stored(store, instance("5", finalizer=True, generation=2))
+    assert not store.update(KEY, ours, edited)  # held back while our write is in flight
+    assert store.writes.finish(KEY, "4")  # another writer's change came in: the pass looks again
