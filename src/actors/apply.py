@@ -234,4 +234,11 @@ class Applier:
                     log.warning("not deleting a namesake of our object", kind=ref.kind, name=ref.name)
                     return False
                 raise
-            return answer is None or answer.get("kind") == "Status" or not _deleting(answer)
+            if answer is None:
+                return True
+            if answer.get("kind") == "Status" or not _deleting(answer):
+                if self.index.get(ref.owner_key, ref.resource, ref.name) is not None:
+                    # Its DELETED event is still to come (the watch may have been faster).
+                    self.writes.deleted((ref.resource, ref.namespace, ref.name))
+                return True
+            return False
