@@ -1,6 +1,6 @@
 """The real provider at scale beside its floor, measured the way users load it.
 
-    .venv/bin/python bench/scale.py [--sizes 1000 10000] [--topologies null llm predictor]
+    .venv/bin/python bench/scale.py [--sizes 1000 10000] [--topologies null llm predictor] [--steady N]
                                     [--contended] [--checkout DIR] [--out FILE.json] [--baseline FILE.json]
 
 Starts its own control plane (dev/controlplane.py), installs the CRDs and the Provider resource,
@@ -10,8 +10,8 @@ one ConfigMap per Instance, Ready at once): the floor every other row is divided
 
 - converge: N Instances created at once; time until each has our finalizer, its derived object and
   a status written; CPU per Instance; API requests per Instance by verb; failed reconciles; RSS;
-- at the steady-state size (1000, or the largest size below it): p50/p99 from a spec change to the
-  derived object while the converge is under way, then with N-1 others idle; a forced resync
+- at the steady-state size (`--steady`; by default 1000, or the largest size below it): p50/p99
+  from a spec change to the derived object while the converge is under way, then with N-1 others idle; a forced resync
   (SIGHUP) issues zero writes; churn (every Instance updated 10 times in a burst: applies per
   Instance); a restarted process over N converged Instances (writes, CPU), then its idle CPU and
   the requests that woke it;
@@ -70,7 +70,9 @@ async def main(args: argparse.Namespace) -> None:
     try:
         async with await KubeClient.connect(str(plane.kubeconfig)) as kube:
             await publish_provider(kube)
-            steady_n = max((n for n in args.sizes if n <= 1000), default=min(args.sizes))
+            steady_n = args.steady if args.steady is not None else max(
+                (n for n in args.sizes if n <= 1000), default=min(args.sizes)
+            )
             for topology in args.topologies:
                 for n in args.sizes:
                     r = await run_one(
@@ -106,6 +108,9 @@ if __name__ == "__main__":
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle CPU measured after the restart")
     parser.add_argument(
         "--contended", action="store_true", help="run everything beside a CPU hog on every core (bounded in time)"
+    )
+    parser.add_argument(
+        "--steady", type=int, help="the size that gets the steady-state phases (default: 1000 or the largest below)"
     )
     parser.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True, help="the churn phase")
     parser.add_argument(
