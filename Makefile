@@ -107,8 +107,9 @@ chart-deps:
 helm-lint: vendor-kserve-crds
 	$(HELM) lint charts/provider-kserve
 
-## bench: the runtime alone, in-process; bench-scale: the real provider at 100/1000/5000 Instances beside
-## its null-provider floor; bench-profile: py-spy on the provider converging 1000 llm Instances
+## bench: the runtime alone, in-process; bench-scale: the real provider at 1000/10000 Instances beside
+## its null-provider floor, every target in one table; bench-profile: py-spy on the provider converging
+## 1000 llm Instances (the converge process's profile summarised)
 bench: $(STAMP) binaries
 	$(BIN)/python bench/converge_null.py 100 1000
 
@@ -116,8 +117,9 @@ bench-scale: $(STAMP) binaries
 	$(BIN)/python bench/scale.py --out bench-results.json
 
 bench-profile: $(STAMP) binaries
-	BENCH_PROFILE=$(CURDIR)/bench-profile.txt $(BIN)/python bench/scale.py --topologies llm --sizes 1000
-	$(BIN)/python bench/profile_summary.py bench-profile.txt
+	rm -f bench-profile.*
+	BENCH_PROFILE=$(CURDIR)/bench-profile $(BIN)/python bench/scale.py --topologies llm --sizes 1000 --no-churn
+	$(BIN)/python bench/profile_summary.py bench-profile.scale-llm-1000.0
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -47,6 +47,7 @@ from actors.own_writes import ObjectId, OwnWrites
 from actors.owned import OwnedIndex, OwnedRef
 from actors.ownership import is_owned_by, stamp
 from actors.resource import GroupVersionKind, KubeObject, Resource, gvk_of
+from actors.tracing import span
 
 log = structlog.get_logger("actors.apply")
 tracer = trace.get_tracer("actors.apply")
@@ -65,6 +66,10 @@ def holds(live: Any, wanted: Any) -> bool:
     if isinstance(wanted, list):
         return isinstance(live, list) and len(live) == len(wanted) and all(map(holds, live, wanted))
     return bool(live == wanted) and type(live) is type(wanted)
+
+
+def _deleting(obj: KubeObject) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 @dataclass
@@ -154,7 +159,7 @@ class Applier:
             result.skipped += 1
             return live.object()
         object_id: ObjectId = (resource, stamped["metadata"]["namespace"], stamped["metadata"]["name"])
-        with tracer.start_as_current_span("apply", attributes={"k8s.kind": stamped["kind"], "k8s.name": object_id[2]}):
+        with span(tracer, "apply", {"k8s.kind": stamped["kind"], "k8s.name": object_id[2]}):
             self.writes.begin(object_id)
             written: KubeObject | None = None
             try:
@@ -216,13 +221,24 @@ class Applier:
     async def delete(self, ref: OwnedRef) -> bool:
         """Delete an object the index shows as ours: it carries our labels and this Instance's
         controller reference (owned.owned_ref). The uid precondition makes the API server refuse if
-        the name now belongs to another object (409), which is then left alone."""
-        with tracer.start_as_current_span("delete", attributes={"k8s.kind": ref.kind, "k8s.name": ref.name}):
+        the name now belongs to another object (409), which is then left alone. True when the
+        object is gone now: not there, or deleted at once (the answer is a Status, or the object
+        without a deletionTimestamp); False while it lingers (finalizers, a grace period) or for a
+        namesake (the watch says when ours went)."""
+        with span(tracer, "delete", {"k8s.kind": ref.kind, "k8s.name": ref.name}):
             self.writes.forget((ref.resource, ref.namespace, ref.name))
             try:
-                return await self.client.delete(ref.resource, ref.namespace, ref.name, uid=ref.uid)
+                answer = await self.client.delete_object(ref.resource, ref.namespace, ref.name, uid=ref.uid)
             except ApiError as err:
                 if err.status == 409:
                     log.warning("not deleting a namesake of our object", kind=ref.kind, name=ref.name)
                     return False
                 raise
+            if answer is None:
+                return True
+            if answer.get("kind") == "Status" or not _deleting(answer):
+                if self.index.get(ref.owner_key, ref.resource, ref.name) is not None:
+                    # Its DELETED event is still to come (the watch may have been faster).
+                    self.writes.deleted((ref.resource, ref.namespace, ref.name))
+                return True
+            return False

@@ -25,8 +25,11 @@ def holds_finalizer(instance: KubeObject) -> bool:
     return FINALIZER in (instance["metadata"].get("finalizers") or [])
 
 
-async def add(client: KubeClient, instance: KubeObject, provider_name: str, *, field_manager: str) -> None:
-    """Our finalizer and provider label. Gone (404) is fine; changed meanwhile raises Conflict."""
+async def add(
+    client: KubeClient, instance: KubeObject, provider_name: str, *, field_manager: str
+) -> KubeObject | None:
+    """Our finalizer and provider label; the Instance as stored now, None when it is gone (404).
+    Changed meanwhile raises Conflict."""
     meta = instance["metadata"]
     finalizers = list(meta.get("finalizers") or [])
     if FINALIZER not in finalizers:
@@ -38,7 +41,7 @@ async def add(client: KubeClient, instance: KubeObject, provider_name: str, *, f
             "labels": {LABEL_PROVIDER: provider_name},
         }
     }
-    await _send(client, instance, patch, content_type=None, field_manager=field_manager)
+    return await _send(client, instance, patch, content_type=None, field_manager=field_manager)
 
 
 async def remove(
@@ -62,10 +65,10 @@ async def remove(
 
 async def _send(
     client: KubeClient, instance: KubeObject, body: Any, *, content_type: str | None, field_manager: str
-) -> None:
+) -> KubeObject | None:
     meta = instance["metadata"]
     try:
-        await client.patch(
+        return await client.patch(
             INSTANCES,
             meta["namespace"],
             meta["name"],
@@ -75,7 +78,7 @@ async def _send(
         )
     except ApiError as err:
         if err.status == 404:
-            return  # gone already: nothing left to hold
+            return None  # gone already: nothing left to hold
         # 409: the resourceVersion moved; 422: a JSON patch `test` failed. Either way, stale.
         if err.status in (409, 422):
             raise Conflict(str(err)) from err

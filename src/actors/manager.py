@@ -179,6 +179,7 @@ class Manager:
             metrics=self.metrics,
             rejected=self.instances.rejected,
             not_served=self.kinds.not_served,
+            instance_writes=self.instances.writes,
         )
 
     def _scopes(self) -> list[str | None]:
@@ -285,6 +286,8 @@ class Manager:
         self.index.update(old, new)
         if new is not None and self.writes.on_event(new):
             return  # our own write coming back: the reconcile that made it has seen it
+        if new is None and old is not None and self.writes.on_deleted(old):
+            return  # our own delete: the reconcile that made it went on knowing it was gone
         ref = new or old
         if ref is not None and ref.owner_key in self.instances.objects:
             self.actors.notify(ref.owner_key)

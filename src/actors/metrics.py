@@ -33,7 +33,15 @@ class RuntimeMetrics:
         self.api_seconds = Histogram(
             "provider_api_request_seconds", "Kubernetes API request latency", ["verb"], registry=self.registry
         )
+        self._request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
     def observe_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
-        self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
-        self.api_seconds.labels(verb=verb).observe(seconds)
+        # The labelled children are kept: `labels()` checks and joins its arguments on every call.
+        key = (verb, resource, code)
+        if (children := self._request_children.get(key)) is None:
+            children = self._request_children[key] = (
+                self.api_requests.labels(verb=verb, resource=resource, code=str(code)),
+                self.api_seconds.labels(verb=verb),
+            )
+        children[0].inc()
+        children[1].observe(seconds)

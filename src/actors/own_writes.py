@@ -7,7 +7,8 @@ would cost every Instance one more reconcile for nothing). The Applier reports e
 informers report each event (`on_event`). An event that arrives while a write of the same object is
 under way may come back before the response that tells whose write it was: it is held, and when the
 write finishes with another resourceVersion, `finish` says so and the reconcile that wrote runs
-once more to look at it.
+once more to look at it. Likewise the DELETED event of an object our delete removed at once
+(`deleted`, `on_deleted`): the pass that deleted it went on knowing it was gone.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class OwnWrites:
         self._written: dict[ObjectId, str] = {}
         # Writes under way → resourceVersion of the latest event for the object since ("" for none).
         self._in_flight: dict[ObjectId, str] = {}
+        # Objects our deletes removed at once, until their DELETED event comes.
+        self._deleted: set[ObjectId] = set()
 
     def begin(self, obj: ObjectId) -> None:
         self._in_flight[obj] = ""
@@ -41,9 +44,22 @@ class OwnWrites:
             self._written[obj] = resource_version
         return bool(seen) and seen != resource_version
 
+    def deleted(self, obj: ObjectId) -> None:
+        """Our delete removed `obj` at once: the pass that did it knows it is gone."""
+        self._deleted.add(obj)
+
+    def on_deleted(self, ref: OwnedRef) -> bool:
+        """Note a DELETED event; True when it is the echo of our own delete."""
+        obj = object_id(ref)
+        if obj in self._deleted:
+            self._deleted.discard(obj)
+            return True
+        return False
+
     def on_event(self, ref: OwnedRef) -> bool:
         """Note a watch event of a derived object; True when it is the echo of our own write."""
         obj = object_id(ref)
+        self._deleted.discard(obj)  # there again (recreated): its deletion is no longer ours
         if obj in self._in_flight:
             self._in_flight[obj] = ref.resource_version
             return True

@@ -25,6 +25,7 @@ from actors.actor import Action
 from actors.apply import Applier
 from actors.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.connection import connection_secret
+from actors.instances import InstanceWrites
 from actors.interface import (
     Condition,
     KubeObject,
@@ -42,6 +43,7 @@ from actors.metrics import RuntimeMetrics
 from actors.owned import OwnedIndex
 from actors.ownership import LABEL_PROVIDER
 from actors.status_writer import StatusWriter
+from actors.tracing import span
 from actors.versions import awaiting_provider, effective_bundle, provider_name, resolve_versions, version_problem
 
 log = structlog.get_logger("actors.reconciler")
@@ -81,6 +83,7 @@ class InstanceReconciler:
         metrics: RuntimeMetrics,
         rejected: Mapping[str, str] | None = None,
         not_served: Callable[[Resource], None] = lambda resource: None,
+        instance_writes: InstanceWrites | None = None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -95,6 +98,9 @@ class InstanceReconciler:
         # Instances kept only as a stub because they broke a bound on reading (key → why).
         self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
         self._not_served = not_served
+        # Our writes to an Instance's metadata (the finalizer), so that the store takes their watch
+        # events for what they are.
+        self._instance_writes = instance_writes if instance_writes is not None else InstanceWrites()
 
 
     # -- entry point ----------------------------------------------------------------------
@@ -102,7 +108,7 @@ class InstanceReconciler:
     async def __call__(self, key: str) -> Action:
         structlog.contextvars.bind_contextvars(instance=key)
         try:
-            with tracer.start_as_current_span("reconcile", attributes={"instance": key}):
+            with span(tracer, "reconcile", {"instance": key}):
                 instance = self.instances.get(key)
                 if instance is None:
                     self.metrics.reconciles.labels(result="gone").inc()
@@ -130,7 +136,7 @@ class InstanceReconciler:
     @contextmanager
     def _step(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
-        with tracer.start_as_current_span(name):
+        with span(tracer, name):
             try:
                 yield
             finally:
@@ -147,14 +153,36 @@ class InstanceReconciler:
         if meta.get("deletionTimestamp") or not ours:
             return await self._release(key, instance, ours=ours)
         labels = meta.get("labels") or {}
+        recheck = False
         if not finalizer.holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
+            patched, recheck = await self._add_finalizer(key, instance)
+            if patched is None:
+                return Action()  # gone meanwhile
+            instance = patched
+        outcome = await self._validate_and_sync(key, instance)
+        if recheck and not outcome.failed:
+            return Action(requeue_after=0.0)  # someone else wrote the Instance while we did: look again
+        return outcome
+
+    async def _add_finalizer(self, key: str, instance: KubeObject) -> tuple[KubeObject | None, bool]:
+        """Add our finalizer and label; the Instance as stored now (None: gone), and whether another
+        writer's change to it came in meanwhile. The pass goes on with what the patch returned:
+        its watch event is our own write and wakes no one, rather than costing a second pass, a
+        settle window and a slot wait before the first apply. Later writes (status) carry the
+        new resourceVersion."""
+        patched: KubeObject | None = None
+        self._instance_writes.begin(key)
+        try:
             with self._step("finalizer"):
-                await finalizer.add(
+                patched = await finalizer.add(
                     self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
                 )
-            # The update comes back as a watch event and runs us again with the new object.
-            return Action()
+        finally:
+            version = "" if patched is None else str(patched["metadata"].get("resourceVersion", ""))
+            recheck = self._instance_writes.finish(key, version)
+        return patched, recheck
 
+    async def _validate_and_sync(self, key: str, instance: KubeObject) -> Action:
         with self._step("validate"):
             problem = await self._problem(key, instance)
         if problem is not None:
@@ -273,10 +301,11 @@ class InstanceReconciler:
                     await self.provider.cleanup(self._context(instance))
                 except WaitFor as wait:
                     return Action(requeue_after=wait.seconds)
-            remaining = self.index.owned_by(key, uid)
-            for ref in remaining:
-                if not ref.deleting:
-                    await self.applier.delete(ref)
+            # What the API server deleted at once is gone: no need to wait for its watch event
+            # (the index drops it then) before taking our finalizer off.
+            remaining = [
+                ref for ref in self.index.owned_by(key, uid) if ref.deleting or not await self.applier.delete(ref)
+            ]
         if remaining:
             # Deletions land as watch events that run us again; while an object is held (a
             # foreign finalizer, say) we retry with backoff and keep our finalizer.

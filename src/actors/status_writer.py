@@ -19,6 +19,7 @@ from actors.interface import Condition, KubeObject, Phase, StatusReport
 from actors.kube import ApiError, KubeClient
 from actors.resources import CRDS, INSTANCES
 from actors.status import bounded_message, compose_status
+from actors.tracing import span
 
 log = structlog.get_logger("actors.status")
 tracer = trace.get_tracer("actors.status")
@@ -71,7 +72,7 @@ class StatusWriter:
         )
         if new == current:
             return
-        with tracer.start_as_current_span("status-update"):
+        with span(tracer, "status-update"):
             try:
                 await self._replace(instance, new)
             except ApiError as err:

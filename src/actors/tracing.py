@@ -1,18 +1,31 @@
 """OpenTelemetry: a span per reconcile, a child per step and per API write.
 
 Exported over OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set;
-otherwise the global no-op tracer provider stays in place and spans cost next to nothing.
+otherwise no span is made at all: even the no-op tracer's spans (a proxy tracer, a context
+manager, a context token per span) were ~3 % of the provider's CPU at scale, for nothing.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource as OtelResource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+_NO_SPAN: AbstractContextManager[Any] = nullcontext()
+_exporting = False
+
+
+def span(tracer: trace.Tracer, name: str, attributes: Mapping[str, str] | None = None) -> AbstractContextManager[Any]:
+    """`tracer.start_as_current_span(name)` when spans are exported, else a shared no-op context."""
+    if not _exporting:
+        return _NO_SPAN
+    return tracer.start_as_current_span(name, attributes=attributes)
 
 
 def configure_tracing(
@@ -32,4 +45,6 @@ def configure_tracing(
     )
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    global _exporting
+    _exporting = True
     return provider

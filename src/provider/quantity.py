@@ -24,6 +24,7 @@ longer number.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from typing import Final
@@ -47,6 +48,7 @@ class QuantityError(ValueError):
     """Not a Kubernetes quantity."""
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_quantity(text: str) -> str:
     """`text` (a quantity as the API server accepts it) in Kubernetes' canonical form.
 

@@ -356,17 +356,30 @@ class KubeClient:
         uid: str | None = None,
     ) -> bool:
         """Delete; True when the object was there. Already-gone is success (idempotent)."""
+        return await self.delete_object(res, namespace, name, propagation=propagation, uid=uid) is not None
+
+    async def delete_object(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation: str = "Background",
+        uid: str | None = None,
+    ) -> KubeObject | None:
+        """Delete; the API server's answer (the object as deleted, or a Status), None when it was
+        not there."""
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
         try:
-            await self.request(
+            answer: KubeObject = await self.request(
                 "DELETE", res.path(namespace, name), body=body, resource=str(res), name=name
             )
-            return True
+            return answer
         except ApiError as err:
             if err.status == 404:
-                return False
+                return None
             raise
 
     async def discover(self, group_version: str) -> set[str]:
