@@ -127,6 +127,10 @@ _lock_guard = threading.Lock()
 _lock_file: int | None = None
 
 
+def _open_lock_file() -> int:
+    return os.open(state_dir() / "host.lock", os.O_CREAT | os.O_RDWR, 0o600)
+
+
 @contextlib.contextmanager
 def host_lock() -> Iterator[None]:
     """One node-mode cluster per host at a time (kube-proxy's iptables chains are host-wide). Re-
@@ -134,7 +138,7 @@ def host_lock() -> Iterator[None]:
     global _lock_depth, _lock_file
     with _lock_guard:
         if _lock_depth == 0:
-            fd = os.open(state_dir() / "host.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            fd = _open_lock_file()
             fcntl.flock(fd, fcntl.LOCK_EX)
             _lock_file = fd
         _lock_depth += 1
@@ -164,7 +168,7 @@ def host_lock_lent(timeout: float = 600.0) -> Iterator[None]:
         yield
     finally:
         if lent is not None:
-            fd = os.open(state_dir() / "host.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            fd = _open_lock_file()
             deadline = time.monotonic() + timeout
             while True:
                 try:

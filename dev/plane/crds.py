@@ -287,7 +287,7 @@ async def service_account_token(
         spec["audiences"] = list(audiences)
     review = await client.request(
         "POST",
-        SERVICE_ACCOUNT.path(namespace, name) + "/token",
+        SERVICE_ACCOUNT.path(namespace, name, "token"),
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
         resource="serviceaccounts/token",
     )

@@ -39,13 +39,15 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str = "") -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{namespace}"
         base += f"/{self.plural}"
         if name:
             base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
         return base
 
     def __str__(self) -> str:

@@ -286,7 +286,7 @@ class KubeClient:
         query = {"fieldManager": field_manager, "force": "true" if force else "false", "fieldValidation": "Strict"}
         if dry_run:
             query["dryRun"] = "All"
-        path = res.path(meta.get("namespace"), meta["name"]) + (f"/{subresource}" if subresource else "")
+        path = res.path(meta.get("namespace"), meta["name"], subresource)
         result: KubeObject = await self.request(
             "PATCH",
             path,
@@ -309,7 +309,7 @@ class KubeClient:
         subresource: str = "",
         field_manager: str | None = None,
     ) -> KubeObject:
-        path = res.path(namespace, name) + (f"/{subresource}" if subresource else "")
+        path = res.path(namespace, name, subresource)
         result: KubeObject = await self.request(
             "PATCH",
             path,
@@ -335,7 +335,7 @@ class KubeClient:
         self, res: Resource, obj: KubeObject, *, subresource: str = "", field_manager: str | None = None
     ) -> KubeObject:
         meta = obj["metadata"]
-        path = res.path(meta.get("namespace"), meta["name"]) + (f"/{subresource}" if subresource else "")
+        path = res.path(meta.get("namespace"), meta["name"], subresource)
         result: KubeObject = await self.request(
             "PUT",
             path,
