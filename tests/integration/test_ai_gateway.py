@@ -27,7 +27,14 @@ from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
 from provider.topology import Catalogs
 from tests.integration.test_llm_crd import first_difference
-from tests.support.instances import conditions_of, connection_secret, llm_instance, wait_phase, workload_url
+from tests.support.instances import (
+    conditions_of,
+    connection_secret,
+    llm_instance,
+    wait_phase,
+    wait_status,
+    workload_url,
+)
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import idle, running_manager, wait_for
 
@@ -211,8 +218,16 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             return uri == f"{workload_url('beta', namespace)}:8000"
 
         await wait_for(beta_in_cluster)
-        status = await wait_phase(kube, namespace, "beta", "Ready")
-        assert llm_status.AI_GATEWAY_ROUTE not in conditions_of(status)
+
+        # The status is written after the connection Secret in the same pass: wait for it, not just
+        # for Ready (which beta already was).
+        await wait_status(
+            kube,
+            namespace,
+            "beta",
+            lambda s: s.get("phase") == "Ready" and llm_status.AI_GATEWAY_ROUTE not in conditions_of(s),
+            "Ready without its AI Gateway route",
+        )
         llmisvc = await get(kinds.LLM_INFERENCE_SERVICE, "beta")
         assert llmisvc is not None
         assert {"name": "kserve-config-llm-scheduler"} not in (llmisvc["spec"].get("baseRefs") or [])

@@ -26,6 +26,7 @@ from tests.support.instances import (
     instance_status,
     llm_instance,
     wait_phase,
+    wait_status,
     workload_url,
 )
 from tests.support.kserve import KServeCluster
@@ -173,9 +174,14 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
         assert llmisvc is not None
         assert {"name": config} not in (llmisvc["spec"].get("baseRefs") or [])
 
-        status = await wait_phase(kube, namespace, name, "Ready")
-        assert llm_status.EXTERNAL_ACCESS not in conditions_of(status)
-        assert llm_status.METRICS not in conditions_of(status)
+        await wait_status(
+            kube,
+            namespace,
+            name,
+            lambda s: s.get("phase") == "Ready"
+            and not {llm_status.EXTERNAL_ACCESS, llm_status.METRICS} & set(conditions_of(s)),
+            "Ready without external access and metrics conditions",
+        )
         secret = await connection_secret(kube, namespace, name)
         assert secret["uri"] == f"{workload_url(name, namespace)}:8000"
         assert await owned_objects(kube, namespace, created) == sorted(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from actors.interface import KubeObject
@@ -82,17 +83,32 @@ def conditions_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 async def wait_phase(
     kube: KubeClient, namespace: str, name: str, phase: str, message: str | None = None, timeout: float = 30.0
 ) -> dict[str, Any]:
+    def reached(status: dict[str, Any]) -> bool:
+        return status.get("phase") == phase and (message is None or status.get("message") == message)
+
+    return await wait_status(kube, namespace, name, reached, f"{phase} {message!r}", timeout)
+
+
+async def wait_status(
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    wanted: str,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    """The Instance's status once `check` holds (a status that was already right before a change
+    passes `wait_phase` at once: check what the change alters)."""
+
     async def reached() -> dict[str, Any] | None:
         status = await instance_status(kube, namespace, name)
-        if status.get("phase") != phase or (message is not None and status.get("message") != message):
-            return None
-        return status
+        return status if check(status) else None
 
     try:
         found: dict[str, Any] = await wait_for(reached, timeout=timeout)
     except TimeoutError:
         last = await instance_status(kube, namespace, name)
-        raise AssertionError(f"{name} never reached {phase} {message!r}; last status: {last}") from None
+        raise AssertionError(f"{name} never reached {wanted}; last status: {last}") from None
     return found
 
 

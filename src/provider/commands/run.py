@@ -15,6 +15,7 @@ from actors.kube import KubeClient
 from actors.limits import InstanceLimits
 from actors.logs import configure_logging
 from actors.manager import Manager, ManagerOptions, StartupFailed
+from actors.memory import keep_large_buffers_unmapped
 from actors.metrics import RuntimeMetrics
 from actors.tracing import configure_tracing
 from provider.commands import add_connection_arguments
@@ -101,6 +102,7 @@ def _add_server_arguments(parser: argparse.ArgumentParser, defaults: ManagerOpti
 def main(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, json=args.log_format == "json")
     configure_tracing(PROVIDER_NAME)
+    keep_large_buffers_unmapped()
     try:
         anyio.run(_run, args)
     except KeyboardInterrupt:
