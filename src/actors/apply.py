@@ -29,13 +29,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-import anyio
 import structlog
 from opentelemetry import trace
 
 from actors import json_codec
+from actors.concurrently import all_of
 from actors.conflicts import (
     ApplyConflict,
     NameClash,
@@ -154,19 +155,15 @@ class Applier:
 
     async def _look_up(self, namespace: str, keys: Sequence[tuple[Resource, str]]) -> LookedUp:
         """Read the objects all at once. Errors are kept, not raised here: each belongs to the apply
-        of its object, which the pass reaches in order (and a task group would wrap it)."""
-        found: dict[tuple[Resource, str], KubeObject | Exception | None] = {}
+        of its object, which the pass reaches in order."""
 
-        async def read(key: tuple[Resource, str]) -> None:
+        async def read(key: tuple[Resource, str]) -> KubeObject | Exception | None:
             try:
-                found[key] = await self.client.get(key[0], namespace, key[1])
+                return await self.client.get(key[0], namespace, key[1])
             except Exception as err:  # handed to the apply that needs it
-                found[key] = err
+                return err
 
-        async with anyio.create_task_group() as task_group:
-            for key in keys:
-                task_group.start_soon(read, key)
-        return found
+        return dict(zip(keys, await all_of([partial(read, key) for key in keys]), strict=True))
 
     async def apply(
         self,
