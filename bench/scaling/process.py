@@ -74,17 +74,20 @@ def scrape(port: int, derived: Resource) -> Sample:
 
 
 _TIMED = tuple(
-    f"{metric}_{part}{{" for metric in ("provider_reconcile_step_seconds", "provider_api_request_seconds")
+    f"{metric}_{part}{{"
+    for metric in ("provider_reconcile_step_seconds", "provider_api_request_seconds", "provider_queue_wait_seconds")
     for part in ("sum", "count")
 )
+_KIND_OF_LABEL = {"step": "step", "verb": "api", "priority": "wait"}
 
 
 def _timed(line: str) -> tuple[str, str, float]:
-    """`provider_reconcile_step_seconds_sum{step="sync"} 1.5` → (metric, "step:sync", 1.5)."""
+    """`provider_reconcile_step_seconds_sum{step="sync"} 1.5` → (metric, "step:sync", 1.5); the
+    API request latency by verb as "api:<verb>", the queue wait by priority as "wait:<priority>"."""
     head, value = line.rsplit(" ", 1)
     name, labels = head.rstrip("}").split("{", 1)
     key, _, label = labels.partition("=")
-    return name, f"{'step' if key == 'step' else 'api'}:{label.strip(chr(34))}", float(value)
+    return name, f"{_KIND_OF_LABEL[key]}:{label.strip(chr(34))}", float(value)
 
 
 def rss_mib(pid: int, field: str = "VmRSS") -> float:

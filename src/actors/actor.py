@@ -6,9 +6,12 @@ more run. An actor with nothing pending exits after `idle_timeout` and is recrea
 event, so memory follows the working set. An actor task costs a few kilobytes, so keys that could
 not run yet do not get one: while every reconcile slot is taken, a key without an actor waits in
 a backlog (a dict entry) and gets its actor when a slot frees, urgent keys (a user's change to an
-existing Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run scheduled beyond the
-idle timeout (a status poll, a long backoff) is parked as one heap entry served by a single timer
-task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog entries, not 5000 tasks.
+existing Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run
+scheduled beyond the idle timeout (a status poll, a long backoff) is parked as one heap entry
+served by a single timer task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog
+entries, not 5000 tasks. Bulk runs never take the last `reserved` slots: a user's change finds one
+free even while a mass creation fills the others (which also keeps the API server's queue behind
+the bulk work that much shorter).
 
 The follow-up run after a burst waits for the burst to settle (100 ms without an event, at most
 1 s), so an Instance edited ten times in quick succession is applied about once more, not ten
@@ -20,6 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import anyio
@@ -43,6 +47,9 @@ class Action:
 
 
 Reconcile = Callable[[str], Awaitable[Action]]
+# Seconds from the first event a run answers to the run holding a slot, and whether it was urgent
+# (controller-runtime's workqueue queue duration): where a user's change waits.
+WaitObserver = Callable[[float, bool], None]
 
 
 @dataclass
@@ -54,10 +61,15 @@ class _Actor:
     due: float | None = None  # monotonic deadline of a scheduled run (requeue or backoff)
     last_poke: float = 0.0
     starting: bool = True  # spawned, not yet holding a reconcile slot
+    queued_at: float | None = None  # the first event the next run answers
+    urgent: bool = False  # the next run answers a user's change
 
-    def poke(self, now: float) -> None:
+    def poke(self, now: float, urgent: bool = False) -> None:
         self.pending = True
         self.last_poke = now
+        if self.queued_at is None:
+            self.queued_at = now
+        self.urgent |= urgent
         self.wake.set()
 
 
@@ -76,15 +88,23 @@ class ActorSystem:
         *,
         limiter: RateLimiter | None = None,
         max_concurrent: int = 16,
+        reserved: int | None = None,
         idle_timeout: float = 60.0,
         settle: float = 0.1,
         max_settle: float = 1.0,
         clock: Clock | None = None,
+        on_wait: WaitObserver | None = None,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
         self.reconcile = reconcile
         self._limiter = limiter or RateLimiter()
         self._slots = anyio.CapacityLimiter(max_concurrent)
+        # Slots only urgent runs take: one in eight by default (at least one), none with one slot.
+        if reserved is None:
+            reserved = max(1, max_concurrent // 8)
+        reserved = min(reserved, max_concurrent - 1)
+        self._bulk_slots = anyio.CapacityLimiter(max_concurrent - reserved) if reserved > 0 else None
+        self._on_wait = on_wait
         self._idle_timeout = idle_timeout
         self._settle = settle
         self._max_settle = max_settle
@@ -92,10 +112,10 @@ class ActorSystem:
         # Runs of exited actors, due at a monotonic time: key -> due, and a heap of (due, key)
         # whose entries no longer in `_parked` (the key ran earlier) are skipped when they come up.
         self._parked: dict[str, float] = {}
-        # Keys waiting for a reconcile slot before getting an actor, in arrival order: urgent ones
-        # go first.
-        self._urgent: dict[str, None] = {}
-        self._backlog: dict[str, None] = {}
+        # Keys waiting for a reconcile slot before getting an actor, in arrival order (with the
+        # time they were queued): urgent ones go first.
+        self._urgent: dict[str, float] = {}
+        self._backlog: dict[str, float] = {}
         self._starting = 0  # actors spawned but not yet holding a slot
         self._timers: list[tuple[float, str]] = []
         self._timers_changed = anyio.Event()
@@ -161,42 +181,51 @@ class ActorSystem:
     def notify(self, key: str, *, urgent: bool = False) -> None:
         """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event.
         An `urgent` key waiting for a slot goes ahead of every bulk one."""
+        now = self._clock.now()
         actor = self._actors.get(key)
         if actor is not None:
-            actor.poke(self._clock.now())
+            actor.poke(now, urgent)
             return
         if self._task_group is None:
             raise RuntimeError("ActorSystem is not running")
         self._parked.pop(key, None)  # a fresh run supersedes the scheduled one
-        if self._urgent or self._backlog or not self._slot_free():
+        if self._urgent or (not urgent and self._backlog) or not self._slot_free(urgent):
             # Already queued: its run will read the latest state anyway.
             if urgent:
-                self._backlog.pop(key, None)
-                self._urgent[key] = None
+                self._urgent[key] = self._backlog.pop(key, now)
             elif key not in self._urgent:
-                self._backlog[key] = None
+                self._backlog.setdefault(key, now)
             return
-        self._spawn(key)
+        self._spawn(key, now, urgent)
 
-    def _slot_free(self) -> bool:
+    def _slot_free(self, urgent: bool) -> bool:
+        """A slot for a new actor: any for an urgent run, an unreserved one for bulk (actors
+        spawned but not yet holding one count as holding one)."""
+        bulk = self._bulk_slots
+        if not urgent and bulk is not None and bulk.borrowed_tokens + self._starting >= bulk.total_tokens:
+            return False
         return self._slots.borrowed_tokens + self._starting < self._slots.total_tokens
 
-    def _spawn(self, key: str) -> None:
+    def _spawn(self, key: str, queued_at: float, urgent: bool) -> None:
         assert self._task_group is not None
         actor = _Actor(key)
         self._actors[key] = actor
         self._starting += 1
         self.stats.started += 1
         self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
-        actor.poke(self._clock.now())
+        actor.poke(queued_at, urgent)
 
     def _admit_backlog(self) -> None:
-        """Give actors to backlog keys, oldest first, for the slots that are free."""
-        while (self._urgent or self._backlog) and self._slot_free() and self._task_group is not None:
-            queue = self._urgent or self._backlog
+        """Give actors to backlog keys, oldest first (urgent ones before all), for the free slots."""
+        while self._task_group is not None:
+            if self._urgent and self._slot_free(urgent=True):
+                queue, urgent = self._urgent, True
+            elif self._backlog and not self._urgent and self._slot_free(urgent=False):
+                queue, urgent = self._backlog, False
+            else:
+                return
             key = next(iter(queue))
-            del queue[key]
-            self._spawn(key)  # a backlog key has no actor: notify() queues only those
+            self._spawn(key, queue.pop(key), urgent)  # a backlog key has no actor: notify() queues only those
 
     async def _wait_for_work(self, actor: _Actor) -> bool:
         """Block until the actor has work; False when it should exit for idleness (parking a run
@@ -205,6 +234,7 @@ class ActorSystem:
         while not actor.pending:
             now = self._clock.now()
             if actor.due is not None and now >= actor.due:
+                actor.queued_at = actor.due
                 actor.due = None
                 return True
             if now >= idle_at:
@@ -221,7 +251,9 @@ class ActorSystem:
                 actor.pending = False
                 actor.wake = anyio.Event()
                 actor.due = None  # a fresh run supersedes any scheduled one
-                outcome = await self._run_once(actor)
+                queued_at, urgent = actor.queued_at, actor.urgent
+                actor.queued_at, actor.urgent = None, False
+                outcome = await self._run_once(actor, queued_at, urgent)
                 self._admit_backlog()  # our slot is free again
                 if actor.pending:
                     await self._settle_burst(actor)
@@ -260,11 +292,16 @@ class ActorSystem:
                 return
             await self._clock.sleep(remaining)
 
-    async def _run_once(self, actor: _Actor) -> Action:
-        async with self._slots:
+    def _slot(self, urgent: bool) -> AbstractAsyncContextManager[object]:
+        return nullcontext() if urgent or self._bulk_slots is None else self._bulk_slots
+
+    async def _run_once(self, actor: _Actor, queued_at: float | None, urgent: bool) -> Action:
+        async with self._slot(urgent), self._slots:
             if actor.starting:
                 actor.starting = False
                 self._starting -= 1
+            if self._on_wait is not None and queued_at is not None:
+                self._on_wait(max(0.0, self._clock.now() - queued_at), urgent)
             actor.running = True
             self.stats.runs += 1
             try:

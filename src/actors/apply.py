@@ -8,11 +8,12 @@ One write per changed object, none for an unchanged one:
   manager; a field taken by a hand edit (`kubectl edit`, `scale`: plain updates that never check
   ownership) is taken back.
 - Only what is already ours is ever written over or deleted. An object the watch has not shown as
-  ours is read once first (GET); if it exists and its controller reference is not this Instance,
-  it is a `NameClash`, never applied to, forced or deleted. (A create-only first write would save
-  that read, but a create is a plain update in managedFields: the API server then reports our own
-  later applies as conflicts with ourselves, and fields our create set would never be removed by
-  an apply that stops setting them.)
+  ours is read once first (GET; the reads of one pass are sent at once, as they do not depend on
+  each other: a first pass waits for one round-trip, not one per object); if it exists and its
+  controller reference is not this Instance, it is a `NameClash`, never applied to, forced or
+  deleted. (A create-only first write would save that read, but a create is a plain update in
+  managedFields: the API server then reports our own later applies as conflicts with ourselves,
+  and fields our create set would never be removed by an apply that stops setting them.)
 - An object is not sent at all when its intent annotation (a digest of what we apply) equals what
   we would apply now and its content still holds every value we set: that survives a restart, so a
   new leader over converged Instances writes nothing. A hand edit of one of our values, or an
@@ -26,14 +27,16 @@ is not touched either. Which writes were ours, so their watch events wake nobody
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import structlog
 from opentelemetry import trace
 
+from actors import json_codec
+from actors.concurrently import all_of
 from actors.conflicts import (
     ApplyConflict,
     NameClash,
@@ -55,7 +58,7 @@ tracer = trace.get_tracer("actors.apply")
 
 def content_hash(obj: KubeObject) -> bytes:
     """A 128-bit digest of `obj`: collision-safe for skipping applies, 16 bytes per cached object."""
-    return hashlib.blake2b(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode(), digest_size=16).digest()
+    return hashlib.blake2b(json_codec.dumps(obj, sort_keys=True), digest_size=16).digest()
 
 
 def holds(live: Any, wanted: Any) -> bool:
@@ -70,6 +73,11 @@ def holds(live: Any, wanted: Any) -> bool:
 
 def _deleting(obj: KubeObject) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+# What a pass read of the objects the watch has not shown as ours, by (resource, name): the object,
+# None (no such object), or the error the read met (raised when that object's turn comes).
+LookedUp = Mapping[tuple[Resource, str], KubeObject | Exception | None]
 
 
 @dataclass
@@ -124,24 +132,50 @@ class Applier:
         meta = instance["metadata"]
         owner_key = f"{meta['namespace']}/{meta['name']}"
         result = SyncResult()
-        wanted: set[tuple[Resource, str]] = set()
-        for obj in desired:
-            resource = self.resource_for(obj)
-            if resource not in available:
-                continue  # the kind's CRD is absent; the provider decides whether that matters
-            name = obj["metadata"]["name"]
-            wanted.add((resource, name))
-            result.observed[(resource, name)] = await self.apply(instance, obj, force=force, result=result)
+        # The kind's CRD may be absent; the provider decides whether that matters.
+        todo = [(r, obj) for obj in desired if (r := self.resource_for(obj)) in available]
+        wanted = {(resource, obj["metadata"]["name"]) for resource, obj in todo}
+        unseen = [key for key in wanted if self._live(owner_key, str(meta.get("uid", "")), *key) is None]
+        looked_up = await self._look_up(meta["namespace"], unseen) if len(unseen) > 1 else {}
+        for resource, obj in todo:
+            result.observed[(resource, obj["metadata"]["name"])] = await self.apply(
+                instance, obj, force=force, result=result, looked_up=looked_up
+            )
         for ref in self.index.owned_by(owner_key, str(meta.get("uid", ""))):
             if (ref.resource, ref.name) not in wanted and ref.resource not in self.unpruned:
                 await self.delete(ref)
                 result.pruned += 1
         return result
 
+    def _live(self, owner_key: str, owner_uid: str, resource: Resource, name: str) -> OwnedRef | None:
+        """Our object of that name as the watch shows it; None for none, or for a namesake
+        Instance's object on its way out (not ours to write over)."""
+        live = self.index.get(owner_key, resource, name)
+        return live if live is not None and live.owner_uid == owner_uid else None
+
+    async def _look_up(self, namespace: str, keys: Sequence[tuple[Resource, str]]) -> LookedUp:
+        """Read the objects all at once. Errors are kept, not raised here: each belongs to the apply
+        of its object, which the pass reaches in order."""
+
+        async def read(key: tuple[Resource, str]) -> KubeObject | Exception | None:
+            try:
+                return await self.client.get(key[0], namespace, key[1])
+            except Exception as err:  # handed to the apply that needs it
+                return err
+
+        return dict(zip(keys, await all_of([partial(read, key) for key in keys]), strict=True))
+
     async def apply(
-        self, instance: KubeObject, obj: KubeObject, *, force: bool = False, result: SyncResult | None = None
+        self,
+        instance: KubeObject,
+        obj: KubeObject,
+        *,
+        force: bool = False,
+        result: SyncResult | None = None,
+        looked_up: LookedUp | None = None,
     ) -> KubeObject:
-        """Apply one object of `instance` (stamped with our ownership); the object as stored."""
+        """Apply one object of `instance` (stamped with our ownership); the object as stored.
+        `looked_up`: what the pass already read of it, if it did."""
         result = result if result is not None else SyncResult()
         resource = self.resource_for(obj)
         stamped = stamp(obj, instance, self.provider_name)
@@ -152,9 +186,7 @@ class Applier:
         }
         meta = instance["metadata"]
         owner_key = f"{meta['namespace']}/{meta['name']}"
-        live = self.index.get(owner_key, resource, stamped["metadata"]["name"])
-        if live is not None and live.owner_uid != meta.get("uid"):
-            live = None  # a namesake Instance's object on its way out: not ours to write over
+        live = self._live(owner_key, str(meta.get("uid", "")), resource, stamped["metadata"]["name"])
         if live is not None and self._unchanged(live, intent, stamped):
             result.skipped += 1
             return live.object()
@@ -163,7 +195,7 @@ class Applier:
             self.writes.begin(object_id)
             written: KubeObject | None = None
             try:
-                written = await self._write(resource, stamped, live, instance, force=force)
+                written = await self._write(resource, stamped, live, instance, force=force, looked_up=looked_up)
             finally:
                 rv = None if written is None else str(written["metadata"].get("resourceVersion", ""))
                 result.recheck |= self.writes.finish(object_id, rv)
@@ -180,23 +212,38 @@ class Applier:
         return holds(live.object(), {k: v for k, v in stamped.items() if k not in ("apiVersion", "kind")})
 
     async def _write(
-        self, resource: Resource, stamped: KubeObject, live: OwnedRef | None, instance: KubeObject, *, force: bool
+        self,
+        resource: Resource,
+        stamped: KubeObject,
+        live: OwnedRef | None,
+        instance: KubeObject,
+        *,
+        force: bool,
+        looked_up: LookedUp | None,
     ) -> KubeObject:
         try:
             if live is None:
-                await self._refuse_foreign(resource, stamped, instance)
+                await self._refuse_foreign(resource, stamped, instance, looked_up or {})
             return await self._apply(resource, stamped, force=force)
         except ApiError as err:
             if not_served(err):
                 raise ResourceNotServed(resource) from err
             raise
 
-    async def _refuse_foreign(self, resource: Resource, stamped: KubeObject, instance: KubeObject) -> None:
+    async def _refuse_foreign(
+        self, resource: Resource, stamped: KubeObject, instance: KubeObject, looked_up: LookedUp
+    ) -> None:
         """For an object the watch has not shown as ours (a first apply, or a name someone else
         took): nothing when it does not exist or is ours after all (the watch lags, or someone
         removed our labels: the apply puts them back), NameClash when it belongs to someone else."""
         meta = stamped["metadata"]
-        existing = await self.client.get(resource, meta["namespace"], meta["name"])
+        key = (resource, meta["name"])
+        if key in looked_up:
+            existing = looked_up[key]
+            if isinstance(existing, Exception):
+                raise existing
+        else:
+            existing = await self.client.get(resource, meta["namespace"], meta["name"])
         if existing is not None and not is_owned_by(existing, instance):
             raise NameClash(stamped["kind"], meta["namespace"], meta["name"], owner_in_words(existing))
 

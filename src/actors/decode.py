@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any, Final
 
+from actors import json_codec
+
 # Deeper than any Kubernetes object the runtime reads needs (a pod template inside an
 # LLMInferenceService is about 15 levels), and well inside what the C decoder survives.
 MAX_DEPTH: Final = 64
@@ -30,10 +32,10 @@ _OPEN: Final = frozenset(b"[{")
 
 
 def loads(raw: bytes | str) -> Any:
-    """`json.loads`, with every subtree deeper than MAX_DEPTH replaced by TOO_DEEP. Raises
+    """JSON decoded, with every subtree deeper than MAX_DEPTH replaced by TOO_DEEP. Raises
     ValueError (json.JSONDecodeError) for text that is not JSON, never RecursionError."""
     try:
-        return json.loads(raw)
+        return json_codec.loads(raw)
     except RecursionError:
         data = raw.encode() if isinstance(raw, str) else raw
         return json.loads(cut_deep(data, MAX_DEPTH))

@@ -9,10 +9,10 @@ broke; nothing is derived from it until it is fixed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from actors import json_codec
 from actors.decode import depth_problem
 from actors.interface import KubeObject
 
@@ -22,7 +22,7 @@ DEFAULT_MAX_SPEC_DEPTH: Final = 32
 
 def spec_bytes(obj: KubeObject) -> int:
     """Size of `spec` as compact JSON, the way the limit is stated."""
-    return len(json.dumps(obj.get("spec"), separators=(",", ":")))
+    return len(json_codec.dumps(obj.get("spec")))
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,7 @@ class Manager:
             ),
             max_concurrent=opts.max_concurrent,
             idle_timeout=opts.idle_timeout,
+            on_wait=self.metrics.observe_queue_wait,
         )
         self.elector = (
             LeaderElector(client, opts.lease_namespace, opts.lease_name or f"{provider.name}-leader", opts.identity)

@@ -19,6 +19,17 @@ class RuntimeMetrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
         self.queue_depth = Gauge("provider_queue_depth", "Instances waiting to reconcile", registry=self.registry)
+        self.queue_wait_seconds = Histogram(
+            "provider_queue_wait_seconds",
+            "From the first event a reconcile answers to its start (settle window and slot wait), by "
+            "priority: urgent for a user's change to an existing Instance, bulk otherwise",
+            ["priority"],
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self._queue_wait = {
+            urgent: self.queue_wait_seconds.labels(priority="urgent" if urgent else "bulk") for urgent in (True, False)
+        }
         self.retries = Counter("provider_retries_total", "Reconciles that will be retried", registry=self.registry)
         self.live_actors = Gauge("provider_live_actors", "Per-Instance actors alive", registry=self.registry)
         self.scheduled_runs = Gauge(
@@ -34,6 +45,9 @@ class RuntimeMetrics:
             "provider_api_request_seconds", "Kubernetes API request latency", ["verb"], registry=self.registry
         )
         self._request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+    def observe_queue_wait(self, seconds: float, urgent: bool) -> None:
+        self._queue_wait[urgent].observe(seconds)
 
     def observe_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
         # The labelled children are kept: `labels()` checks and joins its arguments on every call.

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import structlog
 from opentelemetry import trace
@@ -23,6 +24,7 @@ from opentelemetry import trace
 from actors import finalizer
 from actors.actor import Action
 from actors.apply import Applier
+from actors.concurrently import all_of
 from actors.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.connection import connection_secret
 from actors.instances import InstanceWrites
@@ -302,9 +304,13 @@ class InstanceReconciler:
                 except WaitFor as wait:
                     return Action(requeue_after=wait.seconds)
             # What the API server deleted at once is gone: no need to wait for its watch event
-            # (the index drops it then) before taking our finalizer off.
-            remaining = [
-                ref for ref in self.index.owned_by(key, uid) if ref.deleting or not await self.applier.delete(ref)
+            # (the index drops it then) before taking our finalizer off. The deletes do not
+            # depend on each other: sent at once.
+            owned = self.index.owned_by(key, uid)
+            to_delete = [ref for ref in owned if not ref.deleting]
+            gone = await all_of([partial(self.applier.delete, ref) for ref in to_delete])
+            remaining = [ref for ref in owned if ref.deleting] + [
+                ref for ref, went in zip(to_delete, gone, strict=True) if not went
             ]
         if remaining:
             # Deletions land as watch events that run us again; while an object is held (a

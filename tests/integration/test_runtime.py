@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from collections import Counter
 from typing import Any
 
@@ -104,6 +105,39 @@ async def test_no_longer_desired_objects_are_pruned(controlplane: Any, kube: Kub
         await wait_for(lambda: extra(False))
         assert await kube.get(CONFIGMAPS, namespace, "prune-cm") is not None
         assert await kube.get(CONFIGMAPS, namespace, "foreign") is not None
+
+
+async def test_a_first_pass_reads_its_objects_at_once_and_still_refuses_a_namesake(
+    controlplane: Any, kube: KubeClient, namespace: str
+) -> None:
+    """The name-clash reads before a first apply do not depend on each other: they overlap in time,
+    and what each found still decides its own apply."""
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    reads: list[tuple[float, float]] = []  # (start, end) of each ConfigMap GET
+
+    def record(verb: str, resource: str, code: int, seconds: float) -> None:
+        if verb == "get" and resource.startswith("configmaps"):
+            end = time.perf_counter()
+            reads.append((end - seconds, end))
+
+    client.observe(record)
+    await kube.create(CONFIGMAPS, {"metadata": {"name": "both-extra", "namespace": namespace}, "data": {}})
+    async with running_manager(controlplane, NullProvider(), namespace, client=client):
+        await kube.create(INSTANCES, instance("both", namespace, extra=True))
+
+        async def synced() -> dict[str, Any] | None:
+            obj = await kube.get(INSTANCES, namespace, "both") or {}
+            conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            return conditions.get("Synced")
+
+        clash = await wait_for(synced)
+        assert (clash["status"], clash["reason"]) == ("False", "NameClash"), clash
+        assert clash["message"].startswith(f"ConfigMap {namespace}/both-extra already exists"), clash["message"]
+    assert await kube.get(CONFIGMAPS, namespace, "both-cm") is not None  # applied before the clash
+    foreign = await kube.get(CONFIGMAPS, namespace, "both-extra")
+    assert foreign is not None and "ownerReferences" not in foreign["metadata"]
+    (first_start, first_end), (second_start, second_end) = reads[:2]
+    assert second_start < first_end and first_start < second_end, reads  # in flight together
 
 
 async def test_noop_resync_of_100_converged_instances_writes_nothing(

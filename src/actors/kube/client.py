@@ -8,7 +8,6 @@ configuration loaders (`actors.kube.config`); answers are decoded with a depth b
 from __future__ import annotations
 
 import builtins
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from actors import decode
+from actors import decode, json_codec
 from actors.kube.config import Configuration, load_configuration, proxy_for, ssl_context
 from actors.kube.errors import ApiError, RequestTimeout, TransportError, api_error, api_error_from_status
 from actors.resource import KubeObject, Resource
@@ -161,7 +160,7 @@ class KubeClient:
             url,
             params=query or None,
             headers=headers,
-            data=json.dumps(body) if body is not None else None,
+            data=json_codec.dumps(body) if body is not None else None,
             timeout=aiohttp.ClientTimeout(total=timeout),
             **self._request_options(),
         ) as response:

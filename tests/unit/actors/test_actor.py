@@ -157,7 +157,7 @@ async def test_global_cap_on_concurrent_reconciles() -> None:
         current -= 1
         return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=3, idle_timeout=0.05, clock=clock)
+    system = ActorSystem(reconcile, max_concurrent=3, reserved=0, idle_timeout=0.05, clock=clock)
     async with system_running(system):
         for i in range(30):
             system.notify(f"ns/{i}")
@@ -291,7 +291,7 @@ async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -
         return Action()
 
     keys = [f"ns/{i:02d}" for i in range(50)]
-    system = ActorSystem(reconcile, max_concurrent=2, idle_timeout=10.0, clock=clock)
+    system = ActorSystem(reconcile, max_concurrent=2, reserved=0, idle_timeout=10.0, clock=clock)
     async with system_running(system):
         for key in keys:
             system.notify(key)
@@ -353,3 +353,40 @@ async def test_an_urgent_key_goes_ahead_of_the_bulk_backlog() -> None:
         await clock.until(lambda: len(order) == 6)
     # The one running first finishes; then the urgent keys, in arrival order; then the rest.
     assert order == ["ns/bulk-0", "ns/bulk-3", "ns/edit", "ns/bulk-1", "ns/bulk-2", "ns/bulk-4"]
+
+
+async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
+    clock = FakeClock()
+    started: list[str] = []
+    running: set[str] = set()
+    peak = 0
+    waits: list[tuple[bool, float]] = []
+
+    async def reconcile(key: str) -> Action:
+        nonlocal peak
+        started.append(key)
+        running.add(key)
+        peak = max(peak, len(running))
+        await clock.sleep(1.0)
+        running.discard(key)
+        return Action()
+
+    def on_wait(seconds: float, urgent: bool) -> None:
+        waits.append((urgent, seconds))
+
+    system = ActorSystem(reconcile, max_concurrent=4, reserved=1, idle_timeout=10.0, clock=clock, on_wait=on_wait)
+    async with system_running(system):
+        for i in range(9):
+            system.notify(f"ns/bulk-{i}")
+        await clock.settle()
+        assert len(running) == 3  # bulk work leaves the fourth slot free
+        await clock.advance(0.5)
+        system.notify("ns/bulk-1", urgent=True)  # running: its next run is urgent
+        system.notify("ns/edit", urgent=True)  # queued behind nobody: the reserved slot
+        await clock.settle()
+        assert started[3] == "ns/edit" and clock.now() == 0.5
+        await clock.until(lambda: len(started) == 11)
+    assert peak == 4
+    assert (True, 0.0) in waits  # ns/edit started at once
+    assert all(seconds <= 0.5 + 0.01 for urgent, seconds in waits if urgent)  # bulk-1's follow-up too
+    assert max(seconds for urgent, seconds in waits if not urgent) >= 2.0  # bulk-6..8 waited two rounds

@@ -1,0 +1,33 @@
+"""JSON in and out of the runtime's hot path: orjson, with the standard library behind it.
+
+orjson decodes about 3x and encodes about 10x faster than `json` on a watch event of an Instance,
+and JSON was 7-8 % of the provider's CPU during a converge (watch events, responses, request
+bodies, packing the local stores, hashing applied intent). It refuses a few things `json` takes:
+integers beyond 64 bits, lone surrogates, nesting past 255 levels (encoding) or 1024 (decoding),
+keys that are not strings. The API server does not send these, but nothing it accepts may take the
+process down, so each refusal falls back to the standard library, which is what ran before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+
+def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact JSON as UTF-8 bytes; with `sort_keys`, a canonical form (for content hashes)."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(obj, sort_keys=sort_keys, separators=(",", ":")).encode()
+
+
+def loads(raw: bytes | str) -> Any:
+    """Raises ValueError for text that is not JSON; RecursionError (from the standard library) for
+    nesting it cannot follow: `actors.decode.loads` bounds that."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
