@@ -99,9 +99,10 @@ class ActorSystem:
         self.reconcile = reconcile
         self._limiter = limiter or RateLimiter()
         self._slots = anyio.CapacityLimiter(max_concurrent)
-        # Slots only urgent runs take: one in eight by default (at least one), none with one slot.
+        # Slots only urgent runs take: one in eight by default, none below eight slots (where one
+        # would cost bulk work too large a share; urgent keys still go first in the backlog).
         if reserved is None:
-            reserved = max(1, max_concurrent // 8)
+            reserved = max_concurrent // 8
         reserved = min(reserved, max_concurrent - 1)
         self._bulk_slots = anyio.CapacityLimiter(max_concurrent - reserved) if reserved > 0 else None
         self._on_wait = on_wait

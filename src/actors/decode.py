@@ -17,8 +17,6 @@ import json
 import re
 from typing import Any, Final
 
-from actors import json_codec
-
 # Deeper than any Kubernetes object the runtime reads needs (a pod template inside an
 # LLMInferenceService is about 15 levels), and well inside what the C decoder survives.
 MAX_DEPTH: Final = 64
@@ -35,7 +33,10 @@ def loads(raw: bytes | str) -> Any:
     """JSON decoded, with every subtree deeper than MAX_DEPTH replaced by TOO_DEEP. Raises
     ValueError (json.JSONDecodeError) for text that is not JSON, never RecursionError."""
     try:
-        return json_codec.loads(raw)
+        # The standard library's decoder, not orjson: its RecursionError near a thousand levels
+        # is what triggers the cut, and orjson decodes up to 1024 levels, deeper than the code
+        # after it (the encoders, deepcopy, pydantic) can walk.
+        return json.loads(raw)
     except RecursionError:
         data = raw.encode() if isinstance(raw, str) else raw
         return json.loads(cut_deep(data, MAX_DEPTH))

@@ -1,11 +1,14 @@
-"""JSON in and out of the runtime's hot path: orjson, with the standard library behind it.
+"""JSON the runtime writes: orjson, with the standard library behind it.
 
-orjson decodes about 3x and encodes about 10x faster than `json` on a watch event of an Instance,
-and JSON was 7-8 % of the provider's CPU during a converge (watch events, responses, request
-bodies, packing the local stores, hashing applied intent). It refuses a few things `json` takes:
-integers beyond 64 bits, lone surrogates, nesting past 255 levels (encoding) or 1024 (decoding),
-keys that are not strings. The API server does not send these, but nothing it accepts may take the
-process down, so each refusal falls back to the standard library, which is what ran before.
+orjson encodes about 10x faster than `json` on a watch event of an Instance; JSON was 7-8 % of the
+provider's CPU during a converge (request bodies, packing the local stores, hashing applied
+intent, reading the packed stores back). It refuses a few things `json` takes: integers beyond 64
+bits, lone surrogates, nesting past 255 levels (encoding) or 1024 (decoding), keys that are not
+strings. The API server does not send these, but nothing it accepts may take the process down, so
+each refusal falls back to the standard library, which is what ran before.
+
+What the API server sends is decoded by `actors.decode`, with the standard library: its depth
+bound depends on that decoder's limit.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
 
 
 def loads(raw: bytes | str) -> Any:
-    """Raises ValueError for text that is not JSON; RecursionError (from the standard library) for
-    nesting it cannot follow: `actors.decode.loads` bounds that."""
+    """JSON this process wrote (the packed stores: already bounded by `actors.decode`). Raises
+    ValueError for text that is not JSON; RecursionError (from the standard library) for nesting it
+    cannot follow."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
