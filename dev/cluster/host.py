@@ -152,7 +152,6 @@ def host_lock() -> Iterator[None]:
                 _lock_file = None
 
 
-
 @contextlib.contextmanager
 def host_lock_lent(timeout: float = 600.0) -> Iterator[None]:
     """Lend the host lock this process holds to a cluster a child process starts and stops inside
@@ -184,6 +183,7 @@ def host_lock_lent(timeout: float = 600.0) -> Iterator[None]:
                     time.sleep(0.5)
             with _lock_guard:
                 _lock_file = fd
+
 
 # -- sysctls --------------------------------------------------------------------------------------
 
