@@ -304,6 +304,10 @@ def test_process_target_without_root(unprivileged_home: Path) -> None:
     started = time.monotonic()
     tilt.ci()
     MEASUREMENTS["tilt_process_ci_seconds"] = round(time.monotonic() - started, 1)
+    # Tilt exits without waiting for the processes it served to finish their shutdown (SIGTERM to
+    # each group): `tilt up` must not start its own while theirs still hold the ports.
+    left = session_processes(repo, wait=120)
+    assert not left, f"processes of `tilt ci` still run: {left}"
     kubectl = Kubectl(repo / "build" / "tilt" / "process" / "kubeconfig")
     started = time.monotonic()
     with tilt.up():
@@ -323,8 +327,19 @@ def test_process_target_without_root(unprivileged_home: Path) -> None:
         assert second != first and process_uid(second) == NOBODY
     tilt.must("down", timeout=300)
     # Tilt stopped the control plane and the provider it served: none of their processes is left.
-    left = [cmd for pid, cmd in _processes(NOBODY) if str(repo) in cmd or "provider-kserve-cp-" in cmd]
+    left = session_processes(repo, wait=120)
     assert not left, f"processes of the session still run: {left}"
+
+
+def session_processes(repo: Path, wait: float) -> list[str]:
+    """The command lines of the control plane and provider a session in `repo` ran that still run
+    after up to `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = [cmd for _, cmd in _processes(NOBODY) if str(repo) in cmd or "provider-kserve-cp-" in cmd]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
 
 
 def provider_process(tilt: Tilt) -> int:

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,12 @@ class Tilt:
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
             try:
                 yield proc
+            except BaseException:
+                # What the session says of its resources and its output (the log file goes with its
+                # directory): a wait that timed out names no cause by itself.
+                tail = log.read_text(errors="replace")[-8000:]
+                sys.stderr.write(f"--- tilt up: resources {self.statuses()}; its output ({log}) ends:\n{tail}\n")
+                raise
             finally:
                 proc.send_signal(signal.SIGINT)
                 try:
@@ -121,6 +128,17 @@ class Tilt:
     def get(self, kind: str, name: str) -> dict[str, Any]:
         out = self.api("get", kind, name, "-o", "json")
         return json.loads(out) if out else {}
+
+    def statuses(self) -> dict[str, str]:
+        """Each resource's update and runtime status, as Tilt's UI shows them."""
+        out = self.api("get", "uiresource", "-o", "json")
+        items = json.loads(out)["items"] if out else []
+        return {
+            item["metadata"]["name"]: "{updateStatus}/{runtimeStatus}".format_map(
+                {"updateStatus": "?", "runtimeStatus": "?", **(item.get("status") or {})}
+            )
+            for item in items
+        }
 
     def resource_ready(self, name: str) -> bool:
         """The UIResource is up to date and running (Tilt's UI shows it green)."""
