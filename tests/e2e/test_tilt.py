@@ -12,11 +12,14 @@ repository (what a fresh clone has: no venv, no build/, no vendored chart inputs
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +33,7 @@ import pytest
 import yaml
 
 from cluster import background, host, snapshot
-from controlplane import shared_dir
+from controlplane import free_port, shared_dir
 from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE, ROOT
 from tests.e2e.support import KSERVE_RESOURCE, POD_SELECTOR, ready, synced, wait_for
 from tests.e2e.tilt_support import Tilt, base_env, built, clean_copy, mark_log_line
@@ -118,6 +121,67 @@ def test_each_target_evaluates_to_a_grouped_plan(target: str, tmp_path: Path) ->
         assert build.get("target") == "dev" if target == "k3d" else "dev/tilt-image.sh" in build["args"][-1]
     status_links = {link["Name"] for link in manifests["instance-status"]["DeployTarget"]["Links"]}
     assert status_links >= {doc["metadata"]["name"] for doc in _examples()}
+
+
+def test_process_target_drops_only_a_kubeconfig_whose_server_is_gone(tmp_path: Path) -> None:
+    """Tilt probes the control plane's readiness (its kubeconfig present) as soon as the serve
+    command starts, so a kubeconfig an earlier session left would pass for a new control plane and
+    what depends on it would run against no server (seen under load in CI). The Tiltfile removes it
+    at load unless its server answers, as the running session's own does when the Tiltfile is
+    reloaded."""
+    repo = clean_copy(tmp_path / "repo")
+    (repo / ".venv").symlink_to(ROOT / ".venv")  # copies keep their mtimes: `make venv` has nothing to do
+    chart = Path("charts") / "provider-kserve"
+    for vendored in ("charts", "crds", "files/kserve"):
+        shutil.copytree(ROOT / chart / vendored, repo / chart / vendored, dirs_exist_ok=True)
+    kubeconfig = repo / "build" / "tilt" / "process" / "kubeconfig"
+    kubeconfig.parent.mkdir(parents=True)
+    env = base_env(TILT_TARGET="process", TILT_DEV_DIR=str(tmp_path / "tilt-dev"), SHARED_DIR=str(shared_dir()),
+                   PATH=f"{built('helm')}:{os.environ['PATH']}")  # fmt: skip
+    tilt = Tilt(repo, env)
+
+    with _answering_readyz() as server:
+        kubeconfig.write_text(_plain_kubeconfig(server))
+        tilt.must("alpha", "tiltfile-result", timeout=600)
+        assert kubeconfig.exists(), "the kubeconfig of a server that answers was removed"
+    kubeconfig.write_text(_plain_kubeconfig(f"http://127.0.0.1:{free_port()}"))
+    tilt.must("alpha", "tiltfile-result", timeout=600)
+    assert not kubeconfig.exists(), "the kubeconfig of a server that is gone was kept"
+
+
+@contextlib.contextmanager
+def _answering_readyz() -> Iterator[str]:
+    """An HTTP server answering `ok` to GET /readyz (as kube-apiserver does), for a kubeconfig to name."""
+
+    class Readyz(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ok = self.path.split("?")[0] == "/readyz"
+            self.send_response(200 if ok else 404)
+            self.end_headers()
+            self.wfile.write(b"ok" if ok else b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Readyz)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _plain_kubeconfig(server: str) -> str:
+    return json.dumps({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    })
 
 
 EXPECTED_GROUPS = {
