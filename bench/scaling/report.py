@@ -110,6 +110,9 @@ def details(results: list[Result]) -> None:
     for r in results:
         where = ", ".join(f"{k} {v:.2f}" for k, v in sorted((r.get("where") or {}).items()))
         print(f"{r['topology']} N={r['n']}: during the converge, {where}")
+        if "change_where" in r:
+            idle = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["change_where"].items()))
+            print(f"{r['topology']} N={r['n']}: spec changes one at a time, N-1 idle, {idle}")
         if "restart_verbs" in r:
             print(
                 f"{r['topology']} N={r['n']}: restart → requests {r['restart_verbs']},"
