@@ -132,13 +132,11 @@ class Tilt:
     def statuses(self) -> dict[str, str]:
         """Each resource's update and runtime status, as Tilt's UI shows them."""
         out = self.api("get", "uiresource", "-o", "json")
-        items = json.loads(out)["items"] if out else []
-        return {
-            item["metadata"]["name"]: "{updateStatus}/{runtimeStatus}".format_map(
-                {"updateStatus": "?", "runtimeStatus": "?", **(item.get("status") or {})}
-            )
-            for item in items
-        }
+        statuses = {}
+        for item in json.loads(out)["items"] if out else []:
+            status = item.get("status") or {}
+            statuses[item["metadata"]["name"]] = f"{status.get('updateStatus', '?')}/{status.get('runtimeStatus', '?')}"
+        return statuses
 
     def resource_ready(self, name: str) -> bool:
         """The UIResource is up to date and running (Tilt's UI shows it green)."""
