@@ -129,12 +129,20 @@ async def create_converge_delete(plane: Any, kube: KubeClient, namespace: str, c
         await wait_for(instances_gone, timeout=600)
         report += f", deleted with every derived object in {time.monotonic() - deleting:.1f} s"
 
-        async def kserves_gone() -> bool:
-            items, _ = await kube.list_all(DEPLOYMENTS, namespace)
-            return not items
+        # KServe's Deployments and Services go through the garbage collector, in no set order (a CI
+        # run saw a workload Service outlive every Deployment): wait for all of them.
+        left: list[KubeObject] = []
 
-        await wait_for(kserves_gone, timeout=600)  # KServe's, through the garbage collector
-    assert await inventory(kube, namespace) == []
+        async def kserves_gone() -> bool:
+            deployments, _ = await kube.list_all(DEPLOYMENTS, namespace)
+            left[:] = [{**d, "kind": "Deployment"} for d in deployments] + await inventory(kube, namespace)
+            return not left
+
+        try:
+            await wait_for(kserves_gone, timeout=600)
+        except TimeoutError:
+            names = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in left)
+            raise AssertionError(f"{len(left)} objects outlived their Instances: {names[:20]}") from None
     return report
 
 
