@@ -121,8 +121,11 @@ class Tilt:
 
     def api(self, *args: str) -> str:
         """A `tilt` client command against the running session (get, logs, ...): "" on failure."""
-        proc = subprocess.run(self._argv(*args, f"--port={self.port}"), cwd=self.repo, env=self.env,
-                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        try:
+            proc = subprocess.run(self._argv(*args, f"--port={self.port}"), cwd=self.repo, env=self.env,
+                                  capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return ""  # callers poll, and `up` reports a failure with it: its own error must stand
         return proc.stdout if proc.returncode == 0 else ""
 
     def get(self, kind: str, name: str) -> dict[str, Any]:
