@@ -191,8 +191,15 @@ async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_names
         async def scaled() -> bool:
             deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve") or {}
             status = await instance_status(kube, ns, name)
-            return (deployment.get("status") or {}).get("readyReplicas") == 2 and status.get("phase") == "Ready"
+            synced = conditions_of(status).get("Synced") or {}
+            return (
+                (deployment.get("status") or {}).get("readyReplicas") == 2
+                and status.get("phase") == "Ready"
+                and (synced.get("status"), synced.get("observedGeneration")) == ("True", 2)
+            )
 
-        await wait_for(scaled, timeout=READY_TIMEOUT)
-        synced = conditions_of(await instance_status(kube, ns, name))["Synced"]
-        assert (synced["status"], synced["observedGeneration"]) == ("True", 2)
+        try:
+            await wait_for(scaled, timeout=READY_TIMEOUT)
+        except TimeoutError:
+            last = await instance_status(kube, ns, name)
+            raise AssertionError(f"not scaled to 2 and Synced at generation 2; last status: {last}") from None

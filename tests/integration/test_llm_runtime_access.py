@@ -23,7 +23,6 @@ from provider.names import PROVIDER_NAME
 from tests.support.instances import (
     conditions_of,
     connection_secret,
-    instance_status,
     llm_instance,
     wait_phase,
     wait_status,
@@ -57,8 +56,8 @@ async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kser
             return (await connection_secret(kube, ns, "lb")).get("uri") == "http://203.0.113.7:8000"
 
         await wait_for(assigned, timeout=60)
-        access = conditions_of(await instance_status(kube, ns, "lb"))[llm_status.EXTERNAL_ACCESS]
-        assert (access["status"], access["reason"]) == ("True", "Assigned")
+        # The pass writes the connection Secret before the status: wait for the status as well.
+        await wait_status(kube, ns, "lb", lambda st: _access(st) == ("True", "Assigned"), "ExternalAccess Assigned")
 
         status = await wait_phase(kube, ns, "np", "Ready", timeout=READY_TIMEOUT)
         service = await kube.get(kinds.SERVICE, ns, "np-external")
@@ -72,6 +71,11 @@ async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kser
             "uri": f"http://{NODE_IP}:{node_port}",
         }
         assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "Assigned"
+
+
+def _access(status: dict[str, Any]) -> tuple[str, str] | None:
+    access = conditions_of(status).get(llm_status.EXTERNAL_ACCESS)
+    return (access["status"], access["reason"]) if access else None
 
 
 async def owned_objects(kube: KubeClient, namespace: str, instance: KubeObject) -> list[str]:
