@@ -4,7 +4,7 @@
 # the pause image the node-mode cluster's containerd uses as its pod sandbox. Everything is cached:
 # buildah's storage (base image, layers) under $CACHE/containers, the archives under build/image/.
 #
-# Usage: dev/build-image.sh [provider|pause|modelserver|all]     (default: provider)
+# Usage: dev/build-image.sh [provider|pause|modelserver|all|packages]     (default: provider)
 #   Prints the path of each archive it produced, one per line, last line the provider's.
 #   provider  build/image/provider-kserve-<tag>.docker.tar (what `ctr images import` takes) and
 #             build/image/provider-kserve-<tag>.oci.tar (the same image as an OCI archive)
@@ -12,6 +12,7 @@
 #             module the node binaries are built from, compiled statically
 #   modelserver  build/image/provider-kserve-sklearnserver-local.docker.tar: dev/modelserver (KServe's
 #             Python SDK and scikit-learn from PyPI), the e2e inference test's model server
+#   packages  only install the Debian packages the builds need (buildah, mmdebstrap, gcc)
 # Environment:
 #   IMAGE_TAG         the provider image's tag (default: the project version in pyproject.toml)
 #   IMAGE_BUILD_ARGS  extra `buildah bud` arguments (e.g. "--label rebuilt=1" for a changed image)
@@ -202,21 +203,46 @@ build_pause() {
   echo "$archive"
 }
 
+# What buildah and mmdebstrap create outside our cache whatever their options say: root's default
+# blob-info cache of containers/image (/var/lib/containers/cache; no buildah flag moves it) and
+# libmount's /run/mount. Each one this build created is removed at exit: the cache files in it,
+# then the directory only if empty (another tool may have started to use it meanwhile).
+SYSTEM_DIRS=(/var/lib/containers/cache /var/lib/containers /run/mount)
+CREATED_DIRS=()
+
+note_system_dirs() {
+  local dir
+  for dir in "${SYSTEM_DIRS[@]}"; do
+    [[ -e "$dir" ]] || CREATED_DIRS+=("$dir")
+  done
+}
+
+cleanup() {
+  local dir
+  rm -rf "$WORK"
+  for dir in "${CREATED_DIRS[@]}"; do
+    [[ "$dir" == /var/lib/containers/cache ]] && rm -f "$dir"/blob-info-cache-v1.*
+    rmdir "$dir" 2>/dev/null || true
+  done
+}
+
 main() {
   [[ $EUID -eq 0 ]] || die "building images with buildah here needs root (it runs as root in CI)"
   ensure_packages
+  [[ "${1:-}" == packages ]] && return  # the tools only (the e2e session installs them first)
   mkdir -p "$CACHE/containers"
   WORK=$(mktemp -d)
-  trap 'rm -rf "$WORK"' EXIT
+  trap cleanup EXIT
   # One build at a time per cache: tests and `make image` may run concurrently.
   exec 9>"$CACHE/containers/.lock"
   flock 9
+  note_system_dirs
   case "${1:-provider}" in
     provider) build_provider ;;
     pause) build_pause ;;
     modelserver) build_modelserver ;;
     all) build_pause && build_provider ;;
-    *) echo "usage: $0 [provider|pause|modelserver|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [provider|pause|modelserver|all|packages]" >&2; exit 2 ;;
   esac
 }
 

@@ -59,7 +59,11 @@ FIXED_PATHS = (
     "/var/lib/containerd",
     "/etc/kubernetes",
     "/run/xtables.lock",
+    "/run/mount",
 )
+# Of those, the directories other tools share (`ip netns`; libmount's utab, which the first mount
+# since boot with userspace options creates, whoever makes it): removed only when empty.
+SHARED_DIRS = (NETNS_DIR, Path("/run/mount"))
 
 # Sysctls the kubelet (kernel tunables), the bridge plugin (forwarding), kube-proxy (conntrack,
 # route_localnet) and we (bridge netfilter) may write. Globs expand to the interfaces present at

@@ -10,7 +10,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cluster.host import FIXED_PATHS, NETNS_DIR, PROC_SYS, read_sysctls, run, state_dir, write_sysctl
+from cluster.host import FIXED_PATHS, NETNS_DIR, PROC_SYS, SHARED_DIRS, read_sysctls, run, state_dir, write_sysctl
 from cluster.iptables import IPTABLES_FAMILIES, iptables_rules, remove_new_empty_tables, remove_new_iptables
 from cluster.mounts_cgroups import kill_processes_mentioning, remove_cgroup, unmount_under
 from controlplane import ControlPlaneError
@@ -86,7 +86,7 @@ class HostChanges:
             path = Path(name)
             if name in self.paths or not os.path.lexists(path):
                 continue
-            if path == NETNS_DIR:  # shared with `ip netns`: only if nothing else is in it
+            if path in SHARED_DIRS:  # only if nothing else is in it
                 with contextlib.suppress(OSError):
                     path.rmdir()
             else:

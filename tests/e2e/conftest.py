@@ -61,7 +61,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def host_left_clean() -> Iterator[None]:
     """The host after the end-to-end tests is the host before them. The host lock is held
     throughout (it is re-entrant for this session's own clusters), so that no other node-mode
-    cluster on this host starts or stops in between and shows up in the comparison."""
+    cluster on this host starts or stops in between and shows up in the comparison. The Debian
+    packages the node and the image builds need are installed first: they are what the set-up
+    installs for good (as `make` installs the venv), not a change a teardown undoes."""
+    host.ensure_packages()
+    subprocess.run(["bash", str(IMAGE_SCRIPT), "packages"], check=True)
     with host.host_lock():
         before = snapshot.take()
         yield
