@@ -23,7 +23,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import anyio
@@ -52,7 +51,7 @@ Reconcile = Callable[[str], Awaitable[Action]]
 WaitObserver = Callable[[float, bool], None]
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: it is the borrower of its reconcile slot
 class _Actor:
     key: str
     wake: anyio.Event = field(default_factory=anyio.Event)
@@ -60,7 +59,9 @@ class _Actor:
     running: bool = False
     due: float | None = None  # monotonic deadline of a scheduled run (requeue or backoff)
     last_poke: float = 0.0
-    starting: bool = True  # spawned, not yet holding a reconcile slot
+    # The slots given to it when it was spawned, for its first run (taken at once, so that
+    # admission counts them exactly: a limiter's acquire counts a token before it returns).
+    held: tuple[anyio.CapacityLimiter, ...] = ()
     queued_at: float | None = None  # the first event the next run answers
     urgent: bool = False  # the next run answers a user's change
 
@@ -117,7 +118,6 @@ class ActorSystem:
         # time they were queued): urgent ones go first.
         self._urgent: dict[str, float] = {}
         self._backlog: dict[str, float] = {}
-        self._starting = 0  # actors spawned but not yet holding a slot
         self._timers: list[tuple[float, str]] = []
         self._timers_changed = anyio.Event()
         self._task_group: TaskGroup | None = None
@@ -197,21 +197,23 @@ class ActorSystem:
             elif key not in self._urgent:
                 self._backlog.setdefault(key, now)
             return
-        self._spawn(key, now, urgent)
+        # A key queued in bulk that turned urgent leaves the backlog as it gets its actor (else
+        # admission would give it a second one later).
+        self._spawn(key, self._backlog.pop(key, now), urgent)
+
+    def _limiters(self, urgent: bool) -> tuple[anyio.CapacityLimiter, ...]:
+        """The slots a run takes: any for an urgent run, an unreserved one as well for bulk."""
+        return (self._slots,) if urgent or self._bulk_slots is None else (self._bulk_slots, self._slots)
 
     def _slot_free(self, urgent: bool) -> bool:
-        """A slot for a new actor: any for an urgent run, an unreserved one for bulk (actors
-        spawned but not yet holding one count as holding one)."""
-        bulk = self._bulk_slots
-        if not urgent and bulk is not None and bulk.borrowed_tokens + self._starting >= bulk.total_tokens:
-            return False
-        return self._slots.borrowed_tokens + self._starting < self._slots.total_tokens
+        return all(limiter.available_tokens > 0 for limiter in self._limiters(urgent))
 
     def _spawn(self, key: str, queued_at: float, urgent: bool) -> None:
         assert self._task_group is not None
-        actor = _Actor(key)
+        actor = _Actor(key, held=self._limiters(urgent))
+        for limiter in actor.held:
+            limiter.acquire_on_behalf_of_nowait(actor)
         self._actors[key] = actor
-        self._starting += 1
         self.stats.started += 1
         self._task_group.start_soon(self._loop, actor, name=f"actor:{key}")
         actor.poke(queued_at, urgent)
@@ -272,6 +274,7 @@ class ActorSystem:
             self.stats.failures += 1
             self._park(actor.key, self._clock.now() + self._limiter.when(actor.key))
         finally:
+            self._release(actor, actor.held)  # never ran (cancelled): the slots it was given
             # No await between the idle decision and this removal, so a concurrent notify()
             # either found this actor while it was still registered (and set pending, which
             # keeps it looping) or will create a fresh one.
@@ -293,14 +296,27 @@ class ActorSystem:
                 return
             await self._clock.sleep(remaining)
 
-    def _slot(self, urgent: bool) -> AbstractAsyncContextManager[object]:
-        return nullcontext() if urgent or self._bulk_slots is None else self._bulk_slots
+    async def _acquire(self, actor: _Actor, urgent: bool) -> tuple[anyio.CapacityLimiter, ...]:
+        taken: list[anyio.CapacityLimiter] = []
+        try:
+            for limiter in self._limiters(urgent):
+                await limiter.acquire_on_behalf_of(actor)
+                taken.append(limiter)
+        except BaseException:
+            self._release(actor, tuple(taken))
+            raise
+        return tuple(taken)
+
+    @staticmethod
+    def _release(actor: _Actor, limiters: tuple[anyio.CapacityLimiter, ...]) -> None:
+        for limiter in limiters:
+            limiter.release_on_behalf_of(actor)
+        actor.held = ()
 
     async def _run_once(self, actor: _Actor, queued_at: float | None, urgent: bool) -> Action:
-        async with self._slot(urgent), self._slots:
-            if actor.starting:
-                actor.starting = False
-                self._starting -= 1
+        held = actor.held or await self._acquire(actor, urgent)
+        actor.held = ()
+        try:
             if self._on_wait is not None and queued_at is not None:
                 self._on_wait(max(0.0, self._clock.now() - queued_at), urgent)
             actor.running = True
@@ -312,3 +328,5 @@ class ActorSystem:
                 return Action(failed=True)
             finally:
                 actor.running = False
+        finally:
+            self._release(actor, held)
