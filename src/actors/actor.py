@@ -315,7 +315,6 @@ class ActorSystem:
 
     async def _run_once(self, actor: _Actor, queued_at: float | None, urgent: bool) -> Action:
         held = actor.held or await self._acquire(actor, urgent)
-        actor.held = ()
         try:
             if self._on_wait is not None and queued_at is not None:
                 self._on_wait(max(0.0, self._clock.now() - queued_at), urgent)

@@ -23,7 +23,14 @@ from provider import kinds
 from provider.kserve import build_provider
 from provider.llm import status as llm_status
 from provider.names import PROVIDER_NAME
-from tests.support.instances import conditions_of, connection_secret, instance_status, llm_instance, wait_phase
+from tests.support.instances import (
+    conditions_of,
+    connection_secret,
+    instance_status,
+    llm_instance,
+    wait_phase,
+    wait_status,
+)
 from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
 from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, hf_token_secret, provider_running
 from tests.support.runtime import running_manager, wait_for
@@ -190,16 +197,13 @@ async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_names
 
         async def scaled() -> bool:
             deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve") or {}
-            status = await instance_status(kube, ns, name)
-            synced = conditions_of(status).get("Synced") or {}
-            return (
-                (deployment.get("status") or {}).get("readyReplicas") == 2
-                and status.get("phase") == "Ready"
-                and (synced.get("status"), synced.get("observedGeneration")) == ("True", 2)
-            )
+            return (deployment.get("status") or {}).get("readyReplicas") == 2
 
-        try:
-            await wait_for(scaled, timeout=READY_TIMEOUT)
-        except TimeoutError:
-            last = await instance_status(kube, ns, name)
-            raise AssertionError(f"not scaled to 2 and Synced at generation 2; last status: {last}") from None
+        await wait_for(scaled, timeout=READY_TIMEOUT)
+
+        def ready_at_generation_2(status: dict[str, Any]) -> bool:
+            synced = conditions_of(status).get("Synced") or {}
+            ready = status.get("phase") == "Ready"
+            return ready and (synced.get("status"), synced.get("observedGeneration")) == ("True", 2)
+
+        await wait_status(kube, ns, name, ready_at_generation_2, "Ready, Synced at generation 2", timeout=READY_TIMEOUT)
