@@ -315,6 +315,30 @@ class NodeCluster:
     def _kubernetes_service_programmed(self) -> bool:
         return KUBERNETES_SERVICE_IP in host.run("iptables-save", "-t", "nat", check=False)
 
+    def service_programmed(self, namespace: str, service: str) -> bool:
+        """Whether kube-proxy DNATs the Service to every ready endpoint its EndpointSlices list
+        (and there is one). A pod turns Ready, and KServe and the provider report it, before
+        kube-proxy's next sync: until then a ClusterIP with no endpoint rule refuses connections."""
+        out = self.kubectl(
+            "get", "endpointslices", "-n", namespace, "-l", f"kubernetes.io/service-name={service}", "-o", "json",
+            check=False,
+        )  # fmt: skip
+        destinations = {
+            f"{address}:{port['port']}"
+            for endpoint_slice in (json.loads(out)["items"] if out else [])
+            for endpoint in endpoint_slice.get("endpoints") or []
+            if (endpoint.get("conditions") or {}).get("ready")
+            for address in endpoint["addresses"]
+            for port in endpoint_slice.get("ports") or []
+        }
+        # kube-proxy comments each rule with the Service port it serves: "namespace/name[:port]".
+        ours = [
+            line
+            for line in host.run("iptables-save", "-t", "nat", check=False).splitlines()
+            if f'--comment "{namespace}/{service}:' in line or f'--comment "{namespace}/{service}"' in line
+        ]
+        return bool(destinations) and all(any(f"--to-destination {d}" in line for line in ours) for d in destinations)
+
     # -- clients and teardown ----------------------------------------------------------------
 
     def kubectl(self, *args: str, check: bool = True, timeout: float = 120.0, input: str | None = None) -> str:

@@ -5,6 +5,7 @@ on the state the previous one left: installed, examples applied, upgraded, reins
 
 from __future__ import annotations
 
+import functools
 import json
 import ssl
 import subprocess
@@ -207,7 +208,10 @@ def test_endpoints_answer_through_the_service(node: NodeCluster, release: str) -
     service = get_json(node, "service", "-n", RELEASE_NAMESPACE, release)
     ip = service["spec"]["clusterIP"]
     ports = {p["name"]: p["port"] for p in service["spec"]["ports"]}
-    # From the host through kube-proxy's rules for the ClusterIP, as a client pod would.
+    # From the host through kube-proxy's rules for the ClusterIP, as a client pod would, once
+    # kube-proxy has synced the ready pods' endpoints.
+    programmed = functools.partial(node.service_programmed, RELEASE_NAMESPACE, release)
+    wait_for("kube-proxy's rules for the provider's endpoints", programmed, timeout=60)
     base = f"http://{ip}:{ports['http']}"
     for path in ("/healthz", "/readyz"):
         assert _http(base + path)[0] == 200, path

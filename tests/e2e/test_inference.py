@@ -253,6 +253,12 @@ def test_the_model_answers_a_predict_request(node: NodeCluster, served: dict[str
     ip, port = _service_address(node, parts.hostname)
     assert port == (parts.port or 80)
     path = f"{parts.path.rstrip('/')}/v1/models/{INSTANCE}:predict"
+    service = parts.hostname.split(".")[0]
+    ready_at = time.monotonic()
+    # Ready is KServe's word on the pod; kube-proxy's rules for it follow at its next sync.
+    programmed = functools.partial(node.service_programmed, NAMESPACE, service)
+    wait_for("kube-proxy's rules for the predictor's endpoint", programmed, timeout=60)
+    MEASUREMENTS["inference_proxy_lag_seconds"] = round(time.monotonic() - ready_at, 1)
     started = time.monotonic()
     # From the host through kube-proxy's rules for the ClusterIP, as a client pod would.
     status, answer = _post(ip, port, parts.hostname, path, {"instances": trained.features})
