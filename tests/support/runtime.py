@@ -1,4 +1,5 @@
-"""Run the real runtime (Manager) inside a test's event loop, and wait for conditions."""
+"""Run the real runtime (Manager, or the bare ActorSystem) inside a test's event loop, and wait for
+conditions."""
 
 from __future__ import annotations
 
@@ -9,11 +10,23 @@ from typing import Any
 
 import anyio
 
+from actors.actor import ActorSystem
 from actors.endpoints import Endpoints
 from actors.interface import Provider
 from actors.kube import KubeClient
 from actors.manager import Manager, ManagerOptions
 from actors.shared import SharedActors
+
+
+@asynccontextmanager
+async def system_running(system: ActorSystem) -> AsyncIterator[None]:
+    """The system's run loop in the background for the block; stopped when the block ends."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(system.run)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
 
 
 @asynccontextmanager

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -15,17 +13,7 @@ import anyio.lowlevel
 from actors.actor import Action, ActorSystem
 from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 from tests.support.clock import FakeClock
-
-
-@asynccontextmanager
-async def system_running(system: ActorSystem) -> AsyncIterator[None]:
-    """The system's run loop in the background for the block; stopped when the block ends."""
-    async with anyio.create_task_group() as tg:
-        await tg.start(system.run)
-        try:
-            yield
-        finally:
-            tg.cancel_scope.cancel()
+from tests.support.runtime import system_running
 
 
 async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None:

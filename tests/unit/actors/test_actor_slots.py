@@ -10,7 +10,7 @@ import anyio.lowlevel
 
 from actors.actor import Action, ActorSystem
 from tests.support.clock import FakeClock
-from tests.unit.actors.test_actor import system_running
+from tests.support.runtime import system_running
 
 
 async def test_every_slot_is_used_while_the_first_runs_are_still_taking_theirs() -> None:
