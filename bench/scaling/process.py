@@ -75,15 +75,21 @@ def scrape(port: int, derived: Resource) -> Sample:
 
 _TIMED = tuple(
     f"{metric}_{part}{{"
-    for metric in ("provider_reconcile_step_seconds", "provider_api_request_seconds", "provider_queue_wait_seconds")
+    for metric in (
+        "provider_reconcile_step_seconds",
+        "provider_api_request_seconds",
+        "provider_queue_wait_seconds",
+        "provider_gc_pause_seconds",
+    )
     for part in ("sum", "count")
 )
-_KIND_OF_LABEL = {"step": "step", "verb": "api", "priority": "wait"}
+_KIND_OF_LABEL = {"step": "step", "verb": "api", "priority": "wait", "generation": "gc"}
 
 
 def _timed(line: str) -> tuple[str, str, float]:
     """`provider_reconcile_step_seconds_sum{step="sync"} 1.5` → (metric, "step:sync", 1.5); the
-    API request latency by verb as "api:<verb>", the queue wait by priority as "wait:<priority>"."""
+    API request latency by verb as "api:<verb>", the queue wait by priority as "wait:<priority>",
+    the garbage collector's pauses by generation as "gc:<generation>"."""
     head, value = line.rsplit(" ", 1)
     name, labels = head.rstrip("}").split("{", 1)
     key, _, label = labels.partition("=")

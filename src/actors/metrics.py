@@ -44,6 +44,13 @@ class RuntimeMetrics:
         self.api_seconds = Histogram(
             "provider_api_request_seconds", "Kubernetes API request latency", ["verb"], registry=self.registry
         )
+        self.gc_pause_seconds = Histogram(
+            "provider_gc_pause_seconds",
+            "Pauses of the garbage collector (the event loop stopped), by generation: 2 is a full collection",
+            ["generation"],
+            registry=self.registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+        )
         self._request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
     def observe_queue_wait(self, seconds: float, urgent: bool) -> None:
