@@ -4,8 +4,9 @@ Everything imported and built at start-up (modules, pydantic's validators, the C
 provider's tables: tens of thousands of tracked objects) lives as long as the process, yet every
 full collection walks all of it again, with the event loop stopped. `gc.freeze()` moves what
 exists then to a permanent generation that collections skip (what CPython's documentation suggests
-for long-lived servers); what is created later is collected as before. Measured during 1000-Instance
-converges: full collections after start-up paused 45-89 ms before, 8-24 ms after.
+for long-lived servers); what is created later is collected as before. Measured over 1000-Instance
+bench runs (bench/scale.py): full collections after start-up paused 25-75 ms each before, 2-38 ms
+after.
 """
 
 from __future__ import annotations
