@@ -1,19 +1,25 @@
 """From a user's spec change to the derived object showing it: seen on one watch of the derived
 kind for the whole phase, not by reading the object every few milliseconds (an LLMInferenceService
 is ~100x a ConfigMap: polling it cost the API server and the two cores the provider shares more
-than the change itself, and put the bench's reads into the figure)."""
+than the change itself, and put the bench's reads into the figure).
+
+With `split`, a second watch, of the Instances, tells when each change reached the API server's
+watchers (the provider's informer among them): each latency is then split into the API server's
+part before the provider could see the change (the Instance write and its watch event) and the
+rest (the provider's reconcile, its apply, and that object's watch event)."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 from bench.scaling.workloads import Workload, name_of
 
+from actors.interface import KubeObject, Resource
 from actors.kube import ApiError, KubeClient, TransportError
 from actors.resources import INSTANCES
 
@@ -22,13 +28,15 @@ LATENCY_CAP = 60.0
 
 
 class Seen:
-    """The watched value of each derived object as last seen, and when (perf_counter)."""
+    """The watched value of each object as last seen, and when it first showed (perf_counter)."""
 
     def __init__(self) -> None:
         self.latest: dict[str, tuple[Any, float]] = {}
         self._changed = anyio.Event()
 
     def record(self, name: str, value: Any) -> None:
+        if (latest := self.latest.get(name)) is not None and latest[0] == value:
+            return  # a later event that did not change the value (a status write): not when it showed
         self.latest[name] = (value, time.perf_counter())
         self._changed.set()
         self._changed = anyio.Event()
@@ -40,30 +48,40 @@ class Seen:
         return latest[1]
 
 
+Observed = Callable[[KubeObject], Any]
+
+
+def _generation(obj: KubeObject) -> Any:
+    return obj["metadata"].get("generation")
+
+
 @asynccontextmanager
-async def watching(kube: KubeClient, workload: Workload, namespace: str) -> AsyncIterator[Seen]:
+async def watching(kube: KubeClient, resource: Resource, observed: Observed, namespace: str) -> AsyncIterator[Seen]:
+    """`observed(obj)` of each object of `resource` in `namespace` as last seen on one watch."""
     seen = Seen()
-    listed = await kube.list(workload.derived, namespace)
+    listed = await kube.list(resource, namespace)
     for obj in listed.get("items") or []:
-        seen.record(obj["metadata"]["name"], workload.observed(obj))
+        seen.record(obj["metadata"]["name"], observed(obj))
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_follow, kube, workload, namespace, listed["metadata"]["resourceVersion"], seen)
+        tg.start_soon(_follow, kube, resource, observed, namespace, listed["metadata"]["resourceVersion"], seen)
         yield seen
         tg.cancel_scope.cancel()
 
 
-async def _follow(kube: KubeClient, workload: Workload, namespace: str, version: str, seen: Seen) -> None:
+async def _follow(
+    kube: KubeClient, resource: Resource, observed: Observed, namespace: str, version: str, seen: Seen
+) -> None:
     """Watch from `version` on, again from the last version seen when a watch ends."""
     while True:
         try:
-            async for event in kube.watch(workload.derived, namespace, version):
+            async for event in kube.watch(resource, namespace, version):
                 obj = event.get("object") or {}
                 version = (obj.get("metadata") or {}).get("resourceVersion") or version
                 if event.get("type") in ("ADDED", "MODIFIED"):
-                    seen.record(obj["metadata"]["name"], workload.observed(obj))
+                    seen.record(obj["metadata"]["name"], observed(obj))
         except (ApiError, TransportError) as err:
             if isinstance(err, ApiError) and err.status == 410:  # expired: what is there now
-                listed = await kube.list(workload.derived, namespace)
+                listed = await kube.list(resource, namespace)
                 version = listed["metadata"]["resourceVersion"]
             await anyio.sleep(0.1)
 
@@ -73,20 +91,40 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _percentiles(prefix: str, seconds: list[float]) -> dict[str, float]:
+    return {f"{prefix}p50_ms": 1000 * statistics.median(seconds), f"{prefix}p99_ms": 1000 * pct(seconds, 0.99)}
+
+
 async def spec_change_latency(
-    kube: KubeClient, workload: Workload, namespace: str, samples: int, offset: int = 0
+    kube: KubeClient, workload: Workload, namespace: str, samples: int, offset: int = 0, *, split: bool = False
 ) -> dict[str, float]:
-    """p50/p99 (ms) from an Instance spec change to the derived object showing it, one at a time."""
-    latencies = []
-    async with watching(kube, workload, namespace) as seen:
+    """p50/p99 (ms) from an Instance spec change to the derived object showing it, one at a time;
+    with `split`, also of its two parts: until the Instance's watch event (`api_`), and from there
+    to the derived object's (`provider_`)."""
+    latencies: list[float] = []
+    parts: tuple[list[float], list[float]] = ([], [])
+    async with AsyncExitStack() as stack:
+        shown = await stack.enter_async_context(watching(kube, workload.derived, workload.observed, namespace))
+        instances: Seen | None = None
+        if split:
+            instances = await stack.enter_async_context(watching(kube, INSTANCES, _generation, namespace))
         for i in range(samples):
             value = offset + 2 + i % 3
             started = time.perf_counter()
-            await kube.patch(INSTANCES, namespace, name_of(i), workload.change(value))
+            written = await kube.patch(INSTANCES, namespace, name_of(i), workload.change(value))
             # Not seen within the cap: counted as the cap (a user's change waiting behind a whole
             # bulk backlog shows up as a p99 at the cap, not as a failed run).
             shown_at = started + LATENCY_CAP
             with anyio.move_on_after(LATENCY_CAP):
-                shown_at = await seen.when(name_of(i) + workload.derived_suffix, value)
+                shown_at = await shown.when(name_of(i) + workload.derived_suffix, value)
             latencies.append(min(shown_at - started, LATENCY_CAP))
-    return {"p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * pct(latencies, 0.99)}
+            if instances is not None:
+                # Seen by then: the provider reacts to that very event.
+                with anyio.move_on_after(LATENCY_CAP):
+                    reached = await instances.when(name_of(i), _generation(written))
+                    parts[0].append(reached - started)
+                    parts[1].append(shown_at - reached)
+    result = _percentiles("", latencies)
+    if parts[0]:
+        result.update(_percentiles("api_", parts[0]) | _percentiles("provider_", parts[1]))
+    return result

@@ -126,7 +126,7 @@ async def steady(kube: KubeClient, process: ProviderProcess, workload: Workload,
         "load_steady": os.getloadavg()[0],
     }
     before, started = process.scrape(), time.perf_counter()
-    latency = await spec_change_latency(kube, workload, process.namespace, min(IDLE_CHANGES, n))
+    latency = await spec_change_latency(kube, workload, process.namespace, min(IDLE_CHANGES, n), split=True)
     result.update({f"change_{k}": v for k, v in latency.items()})
     result["change_where"] = where_time_goes(before, process.scrape(), time.perf_counter() - started)
     await process.quiet()

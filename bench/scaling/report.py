@@ -53,6 +53,11 @@ def figures(results: list[Result]) -> list[Figure]:
         Figure("process exited during converge", lambda r: float(r["exited"]), "0", lambda r, v: v == 0),
         Figure("spec change p99, N idle (ms)", _get("change_p99_ms"), "<= 30", lambda r, v: v <= 30),
         Figure("spec change p50, N idle (ms)", _get("change_p50_ms")),
+        # An idle change in two parts (percentiles of each: they need not add up to the whole's).
+        Figure("  to the Instance's watch event, p99", _get("change_api_p99_ms")),
+        Figure("  from it to the derived object, p99", _get("change_provider_p99_ms")),
+        Figure("  to the Instance's watch event, p50", _get("change_api_p50_ms")),
+        Figure("  from it to the derived object, p50", _get("change_provider_p50_ms")),
         Figure("spec change p99 during converge (ms)", _get("converge_change_p99_ms"), "<= 1000", _within(1000)),
         Figure("forced resync: writes", _get("resync_writes"), "0", lambda r, v: v == 0),
         Figure("restart over N: writes", _get("restart_writes"), "0", lambda r, v: v == 0),
