@@ -11,10 +11,11 @@ one ConfigMap per Instance, Ready at once): the floor every other row is divided
 - converge: N Instances created at once; time until each has our finalizer, its derived object and
   a status written; CPU per Instance; API requests per Instance by verb; failed reconciles; RSS;
 - at the steady-state size (`--steady`; by default 1000, or the largest size below it): p50/p99
-  from a spec change to the derived object while the converge is under way, then with N-1 others idle; a forced resync
-  (SIGHUP) issues zero writes; churn (every Instance updated 10 times in a burst: applies per
-  Instance); a restarted process over N converged Instances (writes, CPU), then its idle CPU and
-  the requests that woke it;
+  from a spec change to the derived object while the converge is under way, then with N-1 others
+  idle (also split in two: until the Instance's watch event, the API server's part before any
+  provider can act, and from there to the derived object's); a forced resync (SIGHUP) issues zero
+  writes; churn (every Instance updated 10 times in a burst: applies per Instance); a restarted
+  process over N converged Instances (writes, CPU), then its idle CPU and the requests that woke it;
 - delete all: time and CPU until the last Instance is gone;
 - memory per extra 1000 Instances between sizes.
 
