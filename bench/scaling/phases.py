@@ -94,7 +94,8 @@ async def converge(
 
 
 def where_time_goes(before: Sample, after: Sample, wall: float) -> dict[str, float]:
-    """Mean ms per reconcile step and per API request by verb between two scrapes, and the mean
+    """Mean ms per reconcile step, per API request by verb and per garbage collection by
+    generation (with the collections' total seconds) between two scrapes, and the mean
     number of reconciles in flight (sum of step time over wall: near --max-concurrent, 16 by
     default, the reconcile slots are the limit; far below, the wait is elsewhere: the event loop,
     the API server, the load generator)."""
@@ -103,6 +104,8 @@ def where_time_goes(before: Sample, after: Sample, wall: float) -> dict[str, flo
         count = after.counts[key] - before.counts.get(key, 0.0)
         if count:
             out[f"{key} ms"] = 1000 * (total - before.seconds.get(key, 0.0)) / count
+            if key.startswith("gc:"):  # many short pauses or few long ones: the total is the cost
+                out[f"{key} total s"] = total - before.seconds.get(key, 0.0)
     steps = sum(v - before.seconds.get(k, 0.0) for k, v in after.seconds.items() if k.startswith("step:"))
     out["in flight"] = steps / wall if wall else 0.0
     return out

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import structlog
 
-from actors.collector import freeze_startup_objects, observe_collections
+from actors.collector import collect_young_less_often, freeze_startup_objects, observe_collections
 from actors.endpoints import Endpoints
 from actors.kube import KubeClient
 from actors.limits import InstanceLimits
@@ -167,8 +167,15 @@ async def _run(args: argparse.Namespace) -> None:
     )
     manager = Manager(client, provider, options=options, shared=shared, metrics=metrics)
     frozen = freeze_startup_objects()
+    thresholds = collect_young_less_often()
     observe_collections(metrics.gc_pause_seconds)  # for the process's lifetime
-    log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect, frozen_objects=frozen)
+    log.info(
+        "starting",
+        namespaces=args.namespaces or "all",
+        leader_elect=args.leader_elect,
+        frozen_objects=frozen,
+        gc_thresholds=thresholds,
+    )
     async with client, anyio.create_task_group() as tg:
 
         async def handle_signals() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.collector import freeze_startup_objects, observe_collections
+from actors.collector import YOUNG_THRESHOLD, collect_young_less_often, freeze_startup_objects, observe_collections
 from actors.metrics import RuntimeMetrics
 
 
@@ -16,6 +16,30 @@ from actors.metrics import RuntimeMetrics
 def unfrozen_after() -> Iterator[None]:
     yield
     gc.unfreeze()  # the other tests run with the collector as they found it
+
+
+@pytest.fixture
+def thresholds_restored() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    yield
+    gc.set_threshold(*thresholds)
+
+
+def _young_collections() -> int:
+    return int(gc.get_stats()[0]["collections"])
+
+
+@pytest.mark.usefixtures("thresholds_restored")
+def test_young_collections_wait_for_the_threshold() -> None:
+    _, middle, oldest = gc.get_threshold()
+    assert collect_young_less_often() == (YOUNG_THRESHOLD, middle, oldest)
+    gc.collect(0)  # the count of young allocations starts from zero
+    before = _young_collections()
+    kept: list[list[int]] = [[] for _ in range(YOUNG_THRESHOLD // 2)]  # tracked, alive: counted against the threshold
+    assert _young_collections() == before  # 2000 by default: several collections by now
+    kept += [[] for _ in range(3 * YOUNG_THRESHOLD)]
+    assert _young_collections() > before  # the threshold still triggers them
+    del kept
 
 
 def _tracked(obj: object) -> bool:
