@@ -233,6 +233,11 @@ main() {
   mkdir -p "$CACHE/containers"
   WORK=$(mktemp -d)
   trap cleanup EXIT
+  # buildah sets up its network library for every build, even with chroot isolation, and that
+  # creates /etc/cni/net.d/cni.lock (and both directories) on a host that had none: its network
+  # configuration goes in $WORK instead, removed at exit.
+  printf '[network]\nnetwork_config_dir = "%s/cni"\n' "$WORK" >"$WORK/containers.conf"
+  export CONTAINERS_CONF="$WORK/containers.conf"
   # One build at a time per cache: tests and `make image` may run concurrently.
   exec 9>"$CACHE/containers/.lock"
   flock 9
