@@ -167,15 +167,9 @@ async def _run(args: argparse.Namespace) -> None:
     )
     manager = Manager(client, provider, options=options, shared=shared, metrics=metrics)
     frozen = freeze_startup_objects()
-    thresholds = collect_young_less_often()
+    collect_young_less_often()
     observe_collections(metrics.gc_pause_seconds)  # for the process's lifetime
-    log.info(
-        "starting",
-        namespaces=args.namespaces or "all",
-        leader_elect=args.leader_elect,
-        frozen_objects=frozen,
-        gc_thresholds=thresholds,
-    )
+    log.info("starting", namespaces=args.namespaces or "all", leader_elect=args.leader_elect, frozen_objects=frozen)
     async with client, anyio.create_task_group() as tg:
 
         async def handle_signals() -> None:
