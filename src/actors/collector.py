@@ -12,7 +12,8 @@ The youngest generation is collected after 2000 net allocations of tracked objec
 a reconcile allocates thousands (decoded events, rendered manifests, pydantic models), nearly all
 freed by reference counting alone, so most of those collections find nothing to free yet still
 walk what is young. A 1000-Instance llm converge ran 230 young collections (0.19 s in all
-generations); with 10 000 as the threshold, 6 (0.03 s, 4-6 ms each) at the same peak RSS.
+generations); with 10 000 as the threshold, 6 (0.03 s, 4-6 ms each) at the same peak RSS. At
+10 000 Instances: 3.7 s in ≈ 2350 collections (17 full ones) before, 0.26 s in 14 after.
 """
 
 from __future__ import annotations
