@@ -103,9 +103,10 @@ def where_time_goes(before: Sample, after: Sample, wall: float) -> dict[str, flo
     for key, total in after.seconds.items():
         count = after.counts[key] - before.counts.get(key, 0.0)
         if count:
-            out[f"{key} ms"] = 1000 * (total - before.seconds.get(key, 0.0)) / count
+            spent = total - before.seconds.get(key, 0.0)
+            out[f"{key} ms"] = 1000 * spent / count
             if key.startswith("gc:"):  # many short pauses or few long ones: the total is the cost
-                out[f"{key} total s"] = total - before.seconds.get(key, 0.0)
+                out[f"{key} total s"] = spent
     steps = sum(v - before.seconds.get(k, 0.0) for k, v in after.seconds.items() if k.startswith("step:"))
     out["in flight"] = steps / wall if wall else 0.0
     return out

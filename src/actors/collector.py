@@ -35,12 +35,11 @@ def freeze_startup_objects() -> int:
     return gc.get_freeze_count()
 
 
-def collect_young_less_often(threshold: int = YOUNG_THRESHOLD) -> tuple[int, int, int]:
+def collect_young_less_often(threshold: int = YOUNG_THRESHOLD) -> None:
     """Collect the youngest generation after `threshold` net allocations, the older generations'
-    thresholds kept; the thresholds now in force."""
+    thresholds kept."""
     _, middle, oldest = gc.get_threshold()
     gc.set_threshold(threshold, middle, oldest)
-    return gc.get_threshold()
 
 
 def observe_collections(pauses: Histogram) -> Callable[[], None]:
