@@ -12,18 +12,22 @@ one ConfigMap per Instance, Ready at once): the floor every other row is divided
   a status written; CPU per Instance; API requests per Instance by verb; failed reconciles; RSS;
 - at the steady-state size (`--steady`; by default 1000, or the largest size below it): p50/p99
   from a spec change to the derived object while the converge is under way, then with N-1 others
-  idle (also split in two: until the Instance's watch event, the API server's part before any
-  provider can act, and from there to the derived object's); a forced resync (SIGHUP) issues zero
-  writes; churn (every Instance updated 10 times in a burst: applies per Instance); a restarted
-  process over N converged Instances (writes, CPU), then its idle CPU and the requests that woke it;
+  idle, each change after the previous one's status write (also split in two: until the
+  Instance's watch event, the API server's part before any provider can act, and from there to
+  the derived object's); a forced resync (SIGHUP) issues zero writes; churn (every Instance
+  updated 10 times in a burst: applies per Instance); a restarted process over N converged
+  Instances (writes, CPU), then its idle CPU and the requests that woke it;
 - delete all: time and CPU until the last Instance is gone;
 - memory per extra 1000 Instances between sizes.
 
-`--contended` runs everything beside a CPU hog on every core. `--checkout DIR` runs the provider
-from another checkout (e.g. a `git worktree` of an older commit) for before/after tables; `--out`
-saves the results and `--baseline` prints this run's figures as ratios to a saved run;
-BENCH_PROFILE=PREFIX samples each provider process with py-spy. Nothing here is a test: it prints
-tables (bench/scaling/report.py), with the machine's cores and load.
+`--contended` runs everything beside a CPU hog on every core. The API server runs with its watch
+cache, as in every real cluster; `--no-watch-cache` runs it without, as the tests' control plane
+does (each watcher then reads etcd: the Instance writes, their events and the bench's own watches
+cost the two cores more; the figures of notes before stop 26 were taken so). `--checkout DIR` runs
+the provider from another checkout (e.g. a `git worktree` of an older commit) for before/after
+tables; `--out` saves the results and `--baseline` prints this run's figures as ratios to a saved
+run; BENCH_PROFILE=PREFIX samples each provider process with py-spy. Nothing here is a test: it
+prints tables (bench/scaling/report.py), with the machine's cores, its load and the watch cache.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ async def publish_provider(kube: KubeClient) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    plane = ControlPlane()
+    plane = ControlPlane(watch_cache=args.watch_cache)
     await plane.start_with_crds(groups=["openeverest", "kserve", "prometheus-operator"])
     results: list[dict[str, Any]] = []
     hog = start_cpu_hog(args.hog_seconds) if args.contended else []
@@ -88,6 +92,7 @@ async def main(args: argparse.Namespace) -> None:
                         extra=tuple(args.provider_arg),
                     )
                     r["contended"] = args.contended
+                    r["watch_cache"] = args.watch_cache
                     results.append(r)
                     print(r, flush=True)
                     if args.out:
@@ -116,6 +121,13 @@ if __name__ == "__main__":
     parser.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True, help="the churn phase")
     parser.add_argument(
         "--provider-arg", action="append", default=[], help="one more `run` argument (repeatable)"
+    )
+    parser.add_argument(
+        "--watch-cache",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the API server's watch cache, on in every real cluster (off: the test plane's default, "
+        "which watches and reads etcd directly and costs the API server more per event)",
     )
     parser.add_argument("--hog-seconds", type=float, default=3600.0, help="the CPU hog's own time limit")
     anyio.run(main, parser.parse_args())

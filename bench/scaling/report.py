@@ -147,7 +147,8 @@ def print_tables(results: list[Result], baseline: list[Result]) -> None:
         f"{r['topology']}/{r['n']}: converge {r.get('load_converge', 0):.1f}, idle {r.get('load_idle', 0):.1f}"
         for r in results
     )
-    print(f"\nmachine: {os.cpu_count()} cores; 1-min load average: {load}")
+    cache = {"on" if r.get("watch_cache") else "off" for r in results}
+    print(f"\nmachine: {os.cpu_count()} cores; 1-min load average: {load}; API server watch cache {'/'.join(cache)}")
     summary(results)
     details(results)
     baseline_ratios(results, baseline)
