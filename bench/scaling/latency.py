@@ -62,10 +62,11 @@ def _generation(obj: KubeObject) -> Any:
 
 
 def _status_generation(obj: KubeObject) -> Any:
-    """The generation every condition on the Instance's status was written for (its reconcile's
-    last step), None before the first status."""
+    """The generation the Instance's status was last written for (its reconcile's last step; every
+    condition a write reports carries it, while one no longer reported keeps an older one), None
+    before the first status."""
     conditions = (obj.get("status") or {}).get("conditions") or []
-    return min((c.get("observedGeneration") or 0 for c in conditions), default=None)
+    return max((c.get("observedGeneration") or 0 for c in conditions), default=None)
 
 
 @asynccontextmanager
