@@ -77,6 +77,7 @@ demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

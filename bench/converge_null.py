@@ -22,9 +22,9 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "dev"), str(ROOT / "src")]
 
+from actors.client import KubeClient  # noqa: E402
+from actors.client.known_resources import INSTANCES  # noqa: E402
 from actors.interface import KubeObject, ReconcileContext  # noqa: E402
-from actors.kube import KubeClient  # noqa: E402
-from actors.resources import INSTANCES  # noqa: E402
 from controlplane import NAMESPACE, ControlPlane  # noqa: E402
 from tests.support.null_provider import NullProvider, instance  # noqa: E402
 from tests.support.runtime import running_manager  # noqa: E402

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import provider.kserve
-from actors.shared import SharedActors
+from actors.manager.shared import SharedActors
 from provider.cli import main
 from tests.support.null_provider import NullProvider
 

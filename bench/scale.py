@@ -49,8 +49,8 @@ from bench.scaling.process import start_cpu_hog  # noqa: E402
 from bench.scaling.report import print_tables  # noqa: E402
 from bench.scaling.workloads import WORKLOADS  # noqa: E402
 
-from actors.kube import KubeClient  # noqa: E402
-from actors.resources import PROVIDERS  # noqa: E402
+from actors.client import KubeClient  # noqa: E402
+from actors.client.known_resources import PROVIDERS  # noqa: E402
 from controlplane import ControlPlane  # noqa: E402
 
 

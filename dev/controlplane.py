@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actors.kube import KubeClient
+from actors.client import KubeClient
 from plane import commands, etcd
 from plane.binaries import _require_executables, crds_dir, find_binaries, shared_dir
 from plane.constants import (
@@ -122,7 +122,7 @@ class ControlPlane(Supervision):
     """etcd + kube-apiserver (+ kube-controller-manager) on 127.0.0.1.
 
     `start()` blocks until /readyz; the admin kubeconfig is `kubeconfig`. CRD helpers are async
-    (they use actors.kube.KubeClient). `stop()` is idempotent and also runs at interpreter exit.
+    (they use actors.client.KubeClient). `stop()` is idempotent and also runs at interpreter exit.
     """
 
     controller_manager: bool = True

@@ -26,9 +26,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 
+from actors.client import ApiError, KubeClient  # noqa: E402
+from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS  # noqa: E402
 from actors.interface import KubeObject, Resource  # noqa: E402
-from actors.kube import ApiError, KubeClient  # noqa: E402
-from actors.resources import INSTANCES, PROVIDERS, SECRETS  # noqa: E402
 from controlplane import (  # noqa: E402
     ControlPlane,
     ControlPlaneError,

@@ -24,9 +24,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 
+from actors.client import KubeClient  # noqa: E402
+from actors.client.known_resources import INSTANCES  # noqa: E402
 from actors.interface import KubeObject, Resource  # noqa: E402
-from actors.kube import KubeClient  # noqa: E402
-from actors.resources import INSTANCES  # noqa: E402
 from controlplane import ControlPlaneError, ensure_namespace, retry_transient, transient  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402

@@ -22,7 +22,7 @@ DEV_DIR = Path(__file__).resolve().parents[1] / "dev"
 if str(DEV_DIR) not in sys.path:
     sys.path.insert(0, str(DEV_DIR))
 
-from actors.kube import KubeClient  # noqa: E402
+from actors.client import KubeClient  # noqa: E402
 from controlplane import NAMESPACE, ControlPlane  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
 from tests.support.kserve import KServeCluster, add_status_connection  # noqa: E402

@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 from bench.scaling.workloads import Workload, name_of
 
+from actors.client import ApiError, KubeClient, TransportError
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient, TransportError
-from actors.resources import INSTANCES
 
 # Longest wait for one spec change to show on its derived object.
 LATENCY_CAP = 60.0

@@ -10,7 +10,7 @@ from bench.scaling import phases
 from bench.scaling.process import ProviderProcess
 from bench.scaling.workloads import WORKLOADS
 
-from actors.kube import KubeClient
+from actors.client import KubeClient
 from controlplane import NAMESPACE, ControlPlane
 
 

@@ -15,9 +15,9 @@ from bench.scaling.latency import spec_change_latency
 from bench.scaling.process import READS, WRITES, ProviderProcess, Sample, cpu_seconds, rss_mib
 from bench.scaling.workloads import Workload, name_of
 
-from actors.kube import KubeClient
-from actors.ownership import FINALIZER
-from actors.resources import INSTANCES
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
+from actors.contract import FINALIZER
 
 # How often the bench lists the namespace to see whether a phase is done (each list costs the API
 # server, which shares the machine with the provider, so not more often).

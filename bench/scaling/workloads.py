@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
-from actors.resources import INSTANCES
 from tests.support import null_provider
 
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from actors.client import KubeClient
 from actors.interface import Resource
-from actors.kube import KubeClient
 from controlplane import (
     BUILD_SCRIPT,
     DEFAULT_CONTROLLERS,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from actors.kube import ApiError, TransportError
+from actors.client import ApiError, TransportError
 from controlplane import ControlPlane
 from plane.binaries import find_binaries
 from plane.constants import DEFAULT_CONTROLLERS, ControlPlaneError

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.resources import CRDS
-from provider import kinds
-from provider.kinds import NAMESPACES
+from actors.client.known_resources import CRDS
+from provider.model import kinds
+from provider.model.kinds import NAMESPACES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "dev" / "build-controlplane.sh"

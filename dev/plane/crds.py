@@ -17,8 +17,8 @@ import anyio
 import yaml
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
+from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient, TransportError
 from plane.binaries import _cache_dir, crds_dir
 from plane.constants import (
     _CERT_MANAGER_TEMPLATES,

@@ -1,9 +1,10 @@
 """Generic actor-style reconcile runtime for OpenEverest providers. Knows nothing of KServe.
 
 The public API: a provider implements `Provider` (see `actors.interface`) and runs under a
-`Manager`; everything else in this package is the runtime's own. The names below load lazily, so importing
-one module of the runtime (e.g. `actors.resource`) does not import all of it. docs/architecture.md maps each
-piece to its kube-runtime and controller-runtime counterpart.
+`Manager`; what a provider may use besides is listed here, and nothing else of the runtime is
+imported from outside it (`make lint` checks that with import-linter). The names load lazily, so
+importing one module of the runtime (e.g. `actors.client.resource`) does not import all of it.
+docs/architecture.md maps each package to its kube-runtime and controller-runtime counterpart.
 """
 
 from __future__ import annotations
@@ -11,91 +12,173 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from actors.actor import Action, ActorSystem
-    from actors.conflicts import ApplyConflict, NameClash
-    from actors.endpoints import Endpoints
-    from actors.interface import (
-        Condition,
-        ConnectionDetails,
-        KubeObject,
-        ObjectKey,
-        Phase,
-        Provider,
-        ReconcileContext,
-        Resource,
-        StatusReport,
-        ValidationFailed,
-        WaitFor,
+if TYPE_CHECKING:  # the same names as _MODULES, for type checkers (`X as X`: re-exported)
+    from actors.apply.conflicts import ApplyConflict as ApplyConflict
+    from actors.apply.conflicts import NameClash as NameClash
+    from actors.cache.informer import Informer as Informer
+    from actors.cache.informer import StartupFailed as StartupFailed
+    from actors.cache.limits import InstanceLimits as InstanceLimits
+    from actors.client import (
+        ApiError as ApiError,
     )
-    from actors.kube import ApiError, KubeClient, KubeError, RequestTimeout, TransportError
-    from actors.limits import InstanceLimits
-    from actors.manager import Manager, ManagerOptions, StartupFailed
-    from actors.metrics import RuntimeMetrics
-    from actors.shared import SharedActor, SharedActors, Wake
+    from actors.client import (
+        KubeClient as KubeClient,
+    )
+    from actors.client import (
+        KubeError as KubeError,
+    )
+    from actors.client import (
+        RequestTimeout as RequestTimeout,
+    )
+    from actors.client import (
+        TransportError as TransportError,
+    )
+    from actors.client.known_resources import (
+        CRDS as CRDS,
+    )
+    from actors.client.known_resources import (
+        INSTANCES as INSTANCES,
+    )
+    from actors.client.known_resources import (
+        PROVIDERS as PROVIDERS,
+    )
+    from actors.client.known_resources import (
+        SECRETS as SECRETS,
+    )
+    from actors.contract import (
+        LABEL_PROVIDER as LABEL_PROVIDER,
+    )
+    from actors.contract import (
+        inventory_selector as inventory_selector,
+    )
+    from actors.contract import (
+        is_owned_by as is_owned_by,
+    )
+    from actors.contract import (
+        ownership_labels as ownership_labels,
+    )
+    from actors.contract import (
+        stamp as stamp,
+    )
+    from actors.interface import (
+        Condition as Condition,
+    )
+    from actors.interface import (
+        ConnectionDetails as ConnectionDetails,
+    )
+    from actors.interface import (
+        KubeObject as KubeObject,
+    )
+    from actors.interface import (
+        ObjectKey as ObjectKey,
+    )
+    from actors.interface import (
+        Phase as Phase,
+    )
+    from actors.interface import (
+        Provider as Provider,
+    )
+    from actors.interface import (
+        ReconcileContext as ReconcileContext,
+    )
+    from actors.interface import (
+        Resource as Resource,
+    )
+    from actors.interface import (
+        StatusReport as StatusReport,
+    )
+    from actors.interface import (
+        ValidationFailed as ValidationFailed,
+    )
+    from actors.interface import (
+        WaitFor as WaitFor,
+    )
+    from actors.manager.manager import Manager as Manager
+    from actors.manager.manager import ManagerOptions as ManagerOptions
+    from actors.manager.shared import (
+        SharedActor as SharedActor,
+    )
+    from actors.manager.shared import (
+        SharedActors as SharedActors,
+    )
+    from actors.manager.shared import (
+        Wake as Wake,
+    )
+    from actors.manager.shared import (
+        wake_nobody as wake_nobody,
+    )
+    from actors.observe.garbage_collector import (
+        collect_young_less_often as collect_young_less_often,
+    )
+    from actors.observe.garbage_collector import (
+        freeze_startup_objects as freeze_startup_objects,
+    )
+    from actors.observe.garbage_collector import (
+        observe_collections as observe_collections,
+    )
+    from actors.observe.logs import configure_logging as configure_logging
+    from actors.observe.memory import keep_large_buffers_unmapped as keep_large_buffers_unmapped
+    from actors.observe.metrics import RuntimeMetrics as RuntimeMetrics
+    from actors.observe.tracing import configure_tracing as configure_tracing
+    from actors.queue.actor_system import Action as Action
+    from actors.queue.actor_system import ActorSystem as ActorSystem
+    from actors.reconcile.versions import (
+        effective_bundle as effective_bundle,
+    )
+    from actors.reconcile.versions import (
+        resolve_versions as resolve_versions,
+    )
+    from actors.reconcile.versions import (
+        version_problem as version_problem,
+    )
+    from actors.serve.endpoints import Endpoints as Endpoints
+    from actors.status.compose import valid_reason as valid_reason
 
-_HOME = {
-    "Action": "actors.actor",
-    "ActorSystem": "actors.actor",
-    "ApiError": "actors.kube",
-    "ApplyConflict": "actors.conflicts",
-    "Condition": "actors.interface",
-    "ConnectionDetails": "actors.interface",
-    "Endpoints": "actors.endpoints",
-    "InstanceLimits": "actors.limits",
-    "KubeClient": "actors.kube",
-    "KubeError": "actors.kube",
-    "KubeObject": "actors.interface",
-    "Manager": "actors.manager",
-    "ManagerOptions": "actors.manager",
-    "NameClash": "actors.conflicts",
-    "ObjectKey": "actors.interface",
-    "Phase": "actors.interface",
-    "Provider": "actors.interface",
-    "ReconcileContext": "actors.interface",
-    "RequestTimeout": "actors.kube",
-    "Resource": "actors.interface",
-    "RuntimeMetrics": "actors.metrics",
-    "SharedActor": "actors.shared",
-    "SharedActors": "actors.shared",
-    "StartupFailed": "actors.manager",
-    "StatusReport": "actors.interface",
-    "TransportError": "actors.kube",
-    "ValidationFailed": "actors.interface",
-    "WaitFor": "actors.interface",
-    "Wake": "actors.shared",
+# Where each public name lives, by module.
+_MODULES: dict[str, tuple[str, ...]] = {
+    # The contract between the runtime and a provider.
+    "actors.interface": (
+        "Condition",
+        "ConnectionDetails",
+        "KubeObject",
+        "ObjectKey",
+        "Phase",
+        "Provider",
+        "ReconcileContext",
+        "Resource",
+        "StatusReport",
+        "ValidationFailed",
+        "WaitFor",
+    ),
+    # OpenEverest's ownership metadata, for tools that find or preview derived objects.
+    "actors.contract": ("LABEL_PROVIDER", "inventory_selector", "is_owned_by", "ownership_labels", "stamp"),
+    # The API client and what it raises.
+    "actors.client": ("ApiError", "KubeClient", "KubeError", "RequestTimeout", "TransportError"),
+    "actors.client.known_resources": ("CRDS", "INSTANCES", "PROVIDERS", "SECRETS"),
+    # Running a provider.
+    "actors.manager.manager": ("Manager", "ManagerOptions"),
+    "actors.manager.shared": ("SharedActor", "SharedActors", "Wake", "wake_nobody"),
+    "actors.cache.informer": ("Informer", "StartupFailed"),
+    "actors.cache.limits": ("InstanceLimits",),
+    "actors.queue.actor_system": ("Action", "ActorSystem"),
+    "actors.serve.endpoints": ("Endpoints",),
+    "actors.apply.conflicts": ("ApplyConflict", "NameClash"),
+    # Version bundles and status reasons, as the runtime decides them (render previews the same).
+    "actors.reconcile.versions": ("effective_bundle", "resolve_versions", "version_problem"),
+    "actors.status.compose": ("valid_reason",),
+    # The process: logs, traces, metrics, memory and the garbage collector.
+    "actors.observe.logs": ("configure_logging",),
+    "actors.observe.tracing": ("configure_tracing",),
+    "actors.observe.metrics": ("RuntimeMetrics",),
+    "actors.observe.memory": ("keep_large_buffers_unmapped",),
+    "actors.observe.garbage_collector": (
+        "collect_young_less_often",
+        "freeze_startup_objects",
+        "observe_collections",
+    ),
 }
-__all__ = [
-    "Action",
-    "ActorSystem",
-    "ApiError",
-    "ApplyConflict",
-    "Condition",
-    "ConnectionDetails",
-    "Endpoints",
-    "InstanceLimits",
-    "KubeClient",
-    "KubeError",
-    "KubeObject",
-    "Manager",
-    "ManagerOptions",
-    "NameClash",
-    "ObjectKey",
-    "Phase",
-    "Provider",
-    "ReconcileContext",
-    "RequestTimeout",
-    "Resource",
-    "RuntimeMetrics",
-    "SharedActor",
-    "SharedActors",
-    "StartupFailed",
-    "StatusReport",
-    "TransportError",
-    "ValidationFailed",
-    "WaitFor",
-    "Wake",
-]
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_HOME)
 
 
 def __getattr__(name: str) -> Any:

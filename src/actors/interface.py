@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from actors.resource import KubeObject, ObjectKey, Resource
+from actors.client.resource import KubeObject, ObjectKey, Resource
 
 if TYPE_CHECKING:
-    from actors.kube import KubeClient
+    from actors.client import KubeClient
 
 __all__ = [
     "Condition",

@@ -1,7 +1,7 @@
 """`KServeProvider`: the runtime's `actors.interface.Provider` for KServe.
 
 It parses the Instance, checks it is ours, dispatches on `spec.topology.type` to a pure topology
-handler (provider.topologies) and gathers the few inputs that need an API read or a shared actor
+handler (provider.topologies.registry) and gathers the few inputs that need an API read or a shared actor
 (catalogs, node addresses, the AI Gateway's address) before calling it. `render` is the one code
 path from an Instance to its desired objects: the runtime's `desired()` and the `provider-kserve
 render` command both use it, so what render prints is what the controller applies.
@@ -16,30 +16,31 @@ from datetime import UTC, datetime
 import structlog
 from pydantic import ValidationError
 
-from actors.interface import (
+from actors import (
+    ApiError,
+    KubeClient,
     KubeObject,
     Phase,
     ReconcileContext,
     Resource,
+    SharedActors,
     StatusReport,
     ValidationFailed,
 )
-from actors.kube import ApiError, KubeClient
-from actors.shared import SharedActors
-from provider.catalog_actor import register_catalogs
-from provider.errors import first_error_message
-from provider.field_rules import check_object_name
-from provider.gateway_actor import AIGatewayActor
-from provider.instance import Instance
-from provider.kinds import LLM_INFERENCE_SERVICE_CONFIG, NODE, OPTIONAL, SERVICE
-from provider.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
-from provider.llm.quote import quote
-from provider.names import ANNOTATION_DOMAIN, PROVIDER_NAME
-from provider.namespace_actor import NamespaceLevels
-from provider.pod_security import Level, PodPolicy
-from provider.settings import ProviderSettings
-from provider.topologies import build_topologies
-from provider.topology import Catalogs, StatusInputs, TopologyHandler
+from provider.model.instance import Instance
+from provider.model.kinds import LLM_INFERENCE_SERVICE_CONFIG, NODE, OPTIONAL, SERVICE
+from provider.model.names import ANNOTATION_DOMAIN, PROVIDER_NAME
+from provider.model.settings import ProviderSettings
+from provider.rules.error_messages import first_error_message
+from provider.rules.fields import check_object_name
+from provider.rules.pod_security import Level, PodPolicy
+from provider.rules.quote import quote
+from provider.shared.ai_gateway import AIGatewayActor
+from provider.shared.catalog_actors import register_catalogs
+from provider.shared.namespace_levels import NamespaceLevels
+from provider.topologies.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
+from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
+from provider.topologies.registry import build_topologies
 
 log = structlog.get_logger("provider.kserve")
 
@@ -240,8 +241,8 @@ class KServeProvider:
 def build_provider(environ: Mapping[str, str], client: KubeClient | None = None) -> tuple[KServeProvider, SharedActors]:
     """The provider as `provider-kserve run` starts it, configured from the chart's environment.
 
-    Registers the shared actors it asks: the model and LoRA catalogs (provider.catalog_actor) and,
-    given a client to watch the shared Gateway with, the AI Gateway actor (provider.gateway_actor).
+    Registers the shared actors it asks: the model and LoRA catalogs (provider.shared.catalog_actors) and,
+    given a client to watch the shared Gateway with, the AI Gateway actor (provider.shared.ai_gateway).
     Without a client AI Gateway Instances stay Provisioning (`Waiting for Envoy AI Gateway address`).
     """
     settings = ProviderSettings.from_env(environ)

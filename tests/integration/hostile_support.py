@@ -110,7 +110,7 @@ async def fetch(url: str, token: str | None = None, insecure: bool = False) -> t
 async def hostile_status(kube: Any, namespace: str, name: str, status: dict[str, Any]) -> None:
     """Write an LLMInferenceService's status as a hostile or broken writer could (anyone allowed to
     update that subresource): what KServe itself would never write, to see the provider hold."""
-    from provider.kinds import LLM_INFERENCE_SERVICE
+    from provider.model.kinds import LLM_INFERENCE_SERVICE
 
     await kube.patch(LLM_INFERENCE_SERVICE, namespace, name, {"status": status}, subresource="status")
 

@@ -15,17 +15,17 @@ from typing import Any
 import anyio
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
+from actors.contract import stamp
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
-from actors.kube import KubeClient
-from actors.manager import Manager
-from actors.ownership import stamp
-from actors.resources import INSTANCES
-from provider import kinds
-from provider.kinds import GATEWAYS
+from actors.manager.manager import Manager
 from provider.kserve import KServeProvider, build_provider
-from provider.llm import status as llm_status
-from provider.names import PROVIDER_NAME
-from provider.topology import Catalogs
+from provider.model import kinds
+from provider.model.kinds import GATEWAYS
+from provider.model.names import PROVIDER_NAME
+from provider.topologies.llm import status as llm_status
+from provider.topologies.protocol import Catalogs
 from tests.integration.test_llm_crd import first_difference
 from tests.support.instances import (
     conditions_of,

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.resources import INSTANCES
-from provider import kinds
-from provider.catalog_actor import LoraCatalogActor
 from provider.kserve import build_provider
-from provider.llm import status as llm_status
+from provider.model import kinds
+from provider.shared.catalog_actors import LoraCatalogActor
+from provider.topologies.llm import status as llm_status
 from tests.integration.test_ai_gateway import count_reconciles
 from tests.support.instances import conditions_of, llm_instance, wait_phase
 from tests.support.kserve import KServeCluster

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from actors.client import ApiError, KubeClient
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient
 from controlplane import CRD, ControlPlane
-from provider import rbac
+from provider.tools import rbac
 from tests.support.chart import render
 from tests.support.chart_rbac import (
     CLUSTER_ROLE,

@@ -23,11 +23,11 @@ from typing import Any
 import anyio
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
-from actors.resources import INSTANCES
-from provider.kinds import LLM_INFERENCE_SERVICE, SERVICE_ACCOUNT
-from provider.names import PROVIDER_NAME
+from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE_ACCOUNT
+from provider.model.names import PROVIDER_NAME
 from tests.integration.test_conformance_support import (
     HF_ENV,
     HF_PROVIDER,

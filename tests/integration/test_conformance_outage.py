@@ -25,11 +25,11 @@ from typing import Any
 import anyio
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
-from actors.kube import KubeClient
-from actors.resources import INSTANCES
-from provider.kinds import POD_MONITOR, SERVICE
 from provider.kserve import KServeProvider
+from provider.model.kinds import POD_MONITOR, SERVICE
 from tests.integration.test_conformance_support import (
     TcpProxy,
     census,

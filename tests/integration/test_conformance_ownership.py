@@ -22,15 +22,15 @@ from typing import Any
 import pytest
 import yaml
 
+from actors.client import MERGE_PATCH, KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import FINALIZER, LABEL_PROVIDER
 from actors.interface import KubeObject
-from actors.kube import MERGE_PATCH, KubeClient
-from actors.manager import Manager
-from actors.ownership import FINALIZER, LABEL_PROVIDER
-from actors.resources import INSTANCES, SECRETS
-from provider.inspect import gather, owners_of
-from provider.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
-from provider.names import FORCE_OWNERSHIP_ANNOTATION, PROVIDER_NAME
-from provider.topology import Catalogs
+from actors.manager.manager import Manager
+from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
+from provider.model.names import FORCE_OWNERSHIP_ANNOTATION, PROVIDER_NAME
+from provider.tools.inventory import gather, owners_of
+from provider.topologies.protocol import Catalogs
 from tests.integration.test_conformance_support import (
     PROVIDER_BIN,
     condition,

@@ -25,10 +25,10 @@ from typing import Any
 import anyio
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.resources import INSTANCES, SECRETS
-from provider.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
+from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from tests.integration.test_conformance_support import (
     SELECTOR,
     census,

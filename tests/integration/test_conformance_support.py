@@ -27,14 +27,14 @@ from typing import Any
 import anyio
 import yaml
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import LABEL_INSTANCE, LABEL_PROVIDER, is_owned_by
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
-from actors.ownership import LABEL_INSTANCE, LABEL_PROVIDER, is_owned_by
-from actors.resources import INSTANCES, SECRETS
 from provider.kserve import KServeProvider
-from provider.names import PROVIDER_NAME
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs
+from provider.model.names import PROVIDER_NAME
+from provider.model.settings import ProviderSettings
+from provider.topologies.protocol import Catalogs
 
 PROVIDER_BIN = Path(sys.executable).parent / "provider-kserve"
 SELECTOR = f"{LABEL_PROVIDER}={PROVIDER_NAME}"

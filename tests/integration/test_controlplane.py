@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from actors.client import ApiError, KubeClient
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient
-from actors.resources import INSTANCES
 from controlplane import (
     CRD,
     NAMESPACE,
@@ -26,7 +26,7 @@ from controlplane import (
     wait_established,
     wait_served,
 )
-from provider import kinds
+from provider.model import kinds
 from tests.support.null_provider import CONFIGMAPS
 from tests.support.runtime import wait_for
 

@@ -3,7 +3,7 @@
 - admin: every check ok, exit 0;
 - a ServiceAccount with no permissions: every permission missing (except the SelfSubjectAccessReview
   every user may create), the CRDs still found through discovery, exit 1;
-- a ServiceAccount bound to exactly the chart's rules (`provider.rbac.policy_rules`, which the
+- a ServiceAccount bound to exactly the chart's rules (`provider.tools.rbac.policy_rules`, which the
   chart's ClusterRole and Role are generated from): every check ok, so the chart's RBAC is enough
   and doctor checks nothing the chart does not grant;
 - the same rules granted in one namespace only, or with one rule left out: exactly those checks
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
+from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
 from controlplane import free_port, service_account_token
-from provider.doctor import Row, Status, diagnose, exit_code
-from provider.rbac import RULES, policy_rules
+from provider.tools.cluster_checks import Row, Status, diagnose, exit_code
+from provider.tools.rbac import RULES, policy_rules
 from tests.integration.test_conformance_support import OWNED, PROVIDER_BIN
 from tests.support.runtime import wait_for
 

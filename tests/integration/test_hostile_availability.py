@@ -21,13 +21,13 @@ import aiohttp
 import anyio
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import CRDS, INSTANCES, PROVIDERS, SECRETS
+from actors.contract import controller_reference, ownership_labels
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
-from actors.ownership import controller_reference, ownership_labels
-from actors.resources import CRDS, INSTANCES, PROVIDERS, SECRETS
 from controlplane import NAMESPACE, free_port
-from provider.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG, NAMESPACES
-from provider.names import PROVIDER_NAME
+from provider.model.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG, NAMESPACES
+from provider.model.names import PROVIDER_NAME
 from tests.integration.hostile_support import RawApi, http_get, json_depth, vm_hwm_mib, vm_rss_mib, with_deep_value
 from tests.integration.test_conformance_support import (
     OWNED,
@@ -253,7 +253,7 @@ async def test_instances_with_megabytes_of_parameters_are_refused_and_cost_littl
         ), messages[0]
         after = vm_rss_mib(provider.process.pid)
         # It was 72 -> 165 MiB; 24-48 MiB more while glibc kept freed buffers on its heap; 11-15 since
-        # the provider fixes the allocator's mmap threshold (actors.memory).
+        # the provider fixes the allocator's mmap threshold (actors.observe.memory).
         assert after - before < 30, f"RSS {before:.0f} -> {after:.0f} MiB"
         for name in names:
             assert condition(await kube.get(INSTANCES, namespace, name), "Valid")["reason"] == "ValidationFailed"  # type: ignore[index]

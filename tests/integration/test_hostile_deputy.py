@@ -15,12 +15,12 @@ import aiohttp
 import anyio
 import pytest
 
-from actors.endpoints import Endpoints
-from actors.kube import KubeClient
-from actors.resources import INSTANCES, SECRETS
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.serve.endpoints import Endpoints
 from controlplane import NAMESPACE, free_port, service_account_token
-from provider.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from provider.kserve import build_provider
+from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from tests.integration.hostile_support import fetch, http_get, secret_text
 from tests.integration.test_conformance_support import (
     condition,

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from actors.kube import KubeClient
-from actors.ownership import FINALIZER, LABEL_PROVIDER
-from actors.resources import INSTANCES, SECRETS
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import FINALIZER, LABEL_PROVIDER
 from controlplane import install_crds, load_crds
-from provider.kinds import LLM_INFERENCE_SERVICE
+from provider.model.kinds import LLM_INFERENCE_SERVICE
 from tests.integration.hostile_support import hostile_status, secret_text
 from tests.integration.test_conformance_support import (
     condition,

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from actors.client import ApiError
+from actors.client.known_resources import INSTANCES
+from actors.contract import is_owned_by
 from actors.interface import KubeObject
-from actors.kube import ApiError
-from actors.ownership import is_owned_by
-from actors.resources import INSTANCES
 from kservestack import MANAGER
-from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.settings import ProviderSettings
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.model.settings import ProviderSettings
 from tests.support.instances import (
     conditions_of,
     connection_secret,

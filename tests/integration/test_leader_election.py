@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from actors.kube import KubeClient
-from actors.resources import INSTANCES, LEASES
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, LEASES
 from controlplane import free_port
 from tests.support.null_provider import instance
 from tests.support.runtime import wait_for

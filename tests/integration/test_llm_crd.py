@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 import yaml
 
+from actors.client import ApiError, KubeClient
+from actors.client.known_resources import INSTANCES
+from actors.contract import is_owned_by, stamp
 from actors.interface import KubeObject, Resource
-from actors.kube import ApiError, KubeClient
-from actors.ownership import is_owned_by, stamp
-from actors.resources import INSTANCES
-from provider import kinds
-from provider.catalog import parse_lora_catalog
 from provider.kserve import KServeProvider
-from provider.names import PROVIDER_NAME
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs
+from provider.model import kinds
+from provider.model.names import PROVIDER_NAME
+from provider.model.settings import ProviderSettings
+from provider.shared.catalogs import parse_lora_catalog
+from provider.topologies.protocol import Catalogs
 
 pytestmark = pytest.mark.integration
 

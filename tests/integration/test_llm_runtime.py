@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
+from actors.contract import is_owned_by, ownership_labels
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.ownership import is_owned_by, ownership_labels
-from actors.resources import INSTANCES
 from controlplane import create_or_replace
 from kservestack import KSERVE_NAMESPACE, LLMISVC
 from kservestack.manifests import CPU_PRESET_NAME
-from provider import kinds
 from provider.kserve import build_provider
-from provider.llm import status as llm_status
-from provider.names import PROVIDER_NAME
+from provider.model import kinds
+from provider.model.names import PROVIDER_NAME
+from provider.topologies.llm import status as llm_status
 from tests.support.instances import (
     conditions_of,
     connection_secret,

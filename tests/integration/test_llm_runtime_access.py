@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import inventory_selector, is_owned_by, stamp
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
-from actors.ownership import inventory_selector, is_owned_by, stamp
-from actors.resources import INSTANCES, SECRETS
 from kservestack.kwok import NODE_IP
-from provider import kinds
 from provider.kserve import build_provider
-from provider.llm import status as llm_status
-from provider.names import PROVIDER_NAME
+from provider.model import kinds
+from provider.model.names import PROVIDER_NAME
+from provider.topologies.llm import status as llm_status
 from tests.support.instances import (
     conditions_of,
     connection_secret,

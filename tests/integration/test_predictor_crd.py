@@ -1,6 +1,6 @@
 """The predictor translation against the real InferenceService CRD on a real API server.
 
-Fixtures (tests/conftest.py): `kube` is a connected actors.kube.KubeClient, `namespace` a fresh
+Fixtures (tests/conftest.py): `kube` is a connected actors.client.KubeClient, `namespace` a fresh
 namespace, on a control plane without KServe (so the object reads back exactly as applied). The
 status mapping is tested on KServe's real controllers (test_kserve_predictor.py, and the runtime
 test at the end here) and on shapes recorded from them (tests/unit/test_recorded_kserve_status.py).
@@ -14,20 +14,20 @@ from typing import Any
 
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import is_owned_by, stamp
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.ownership import is_owned_by, stamp
-from actors.resources import INSTANCES, SECRETS
-from provider import kinds as llm_kinds
-from provider.instance import Instance
-from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.llm import status as llm_status
-from provider.llm.handler import LlmTopology
-from provider.names import PROVIDER_NAME
-from provider.predictor import PredictorTopology
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs
+from provider.model import kinds as llm_kinds
+from provider.model.instance import Instance
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.model.names import PROVIDER_NAME
+from provider.model.settings import ProviderSettings
+from provider.topologies.llm import status as llm_status
+from provider.topologies.llm.handler import LlmTopology
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.protocol import Catalogs
 from tests.integration.test_llm_crd import first_difference
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for

@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 import yaml
 
-from actors.endpoints import Endpoints
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.resources import INSTANCES, PROVIDERS, SECRETS
+from actors.serve.endpoints import Endpoints
 from controlplane import create_or_replace, free_port
-from provider import kinds as llm_kinds
-from provider import rbac
-from provider.doctor import diagnose
-from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import build_provider
+from provider.model import kinds as llm_kinds
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.tools import rbac
+from provider.tools.cluster_checks import diagnose
 from tests.integration.hostile_support import fetch
 from tests.support.chart import ROOT, container, one, render
 from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_account_kubeconfig

@@ -3,7 +3,7 @@
 For a range of values files (defaults, the AI Gateway with a quota and TLS, release and name
 overrides, catalogs, OTEL variables, extraEnv), the chart is rendered with the real `helm template`
 (built by dev/build-controlplane.sh) and the container's environment (fieldRefs resolved) is
-compared, variable by variable, with `provider.chart_values.deployment_env` for the same values;
+compared, variable by variable, with `provider.tools.chart_values.deployment_env` for the same values;
 then `render -f` is compared with `render` run under the environment Helm produced: same objects.
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from provider.catalog import parse_lora_catalog
-from provider.catalog_actor import parse_model_catalog
-from provider.chart_values import deployment_env, load_values
 from provider.cli import main
-from provider.settings import ProviderSettings, SettingsError
+from provider.model.settings import ProviderSettings, SettingsError
+from provider.shared.catalog_actors import parse_model_catalog
+from provider.shared.catalogs import parse_lora_catalog
+from provider.tools.chart_values import deployment_env, load_values
 from tests.support.chart import container
 from tests.support.helm import helm
 

@@ -10,12 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
-from actors.informer import Informer
+from actors.cache.informer import Informer
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import FINALIZER
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.ownership import FINALIZER
-from actors.resources import INSTANCES, SECRETS
-from provider.names import FORCE_OWNERSHIP_ANNOTATION
+from provider.model.names import FORCE_OWNERSHIP_ANNOTATION
 from tests.support.null_provider import CONFIGMAPS, NullProvider, instance
 from tests.support.runtime import idle, running_manager, until, wait_for
 

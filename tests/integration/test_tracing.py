@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from actors.resources import INSTANCES
-from actors.tracing import configure_tracing
+from actors.client.known_resources import INSTANCES
+from actors.observe.tracing import configure_tracing
 from controlplane import free_port
 from tests.support.null_provider import NullProvider, instance
 from tests.support.runtime import running_manager, wait_for

@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, PROVIDERS
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.resources import INSTANCES, PROVIDERS
 from tests.support.null_provider import NullProvider
 from tests.support.runtime import running_manager, wait_for
 

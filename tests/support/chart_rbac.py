@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
 from controlplane import ControlPlane, create_or_replace, service_account_token
 from tests.support.chart import prepare_chart, render
 

@@ -6,10 +6,10 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
 from actors.interface import KubeObject
-from actors.kube import KubeClient
-from actors.resources import INSTANCES, SECRETS
-from provider.names import PROVIDER_NAME
+from provider.model.names import PROVIDER_NAME
 from tests.support.runtime import wait_for
 
 SKLEARN_URI = "gs://kfserving-examples/models/sklearn/1.0/model"

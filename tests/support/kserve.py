@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
-from actors.kube import KubeClient
 from controlplane import CRD, ControlPlane
 from kservestack import KServeStack
 from tests.support.runtime import wait_for

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from actors.kube import KubeClient
-from actors.resources import SECRETS
-from provider import kinds
+from actors.client import KubeClient
+from actors.client.known_resources import SECRETS
 from provider.kserve import build_provider
+from provider.model import kinds
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager
 

@@ -7,10 +7,10 @@ import sys
 
 import anyio
 
-from actors.endpoints import Endpoints
-from actors.kube import KubeClient
-from actors.logs import configure_logging
-from actors.manager import Manager, ManagerOptions
+from actors.client import KubeClient
+from actors.manager.manager import Manager, ManagerOptions
+from actors.observe.logs import configure_logging
+from actors.serve.endpoints import Endpoints
 from tests.support.null_provider import NullProvider
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import anyio
 
-from actors.actor import ActorSystem
-from actors.endpoints import Endpoints
+from actors.client import KubeClient
 from actors.interface import Provider
-from actors.kube import KubeClient
-from actors.manager import Manager, ManagerOptions
-from actors.shared import SharedActors
+from actors.manager.manager import Manager, ManagerOptions
+from actors.manager.shared import SharedActors
+from actors.queue.actor_system import ActorSystem
+from actors.serve.endpoints import Endpoints
 
 
 @asynccontextmanager

@@ -1,4 +1,4 @@
-"""provider.chart_values: Helm's value merging and the chart's Deployment environment, in-process.
+"""provider.tools.chart_values: Helm's value merging and the chart's Deployment environment, in-process.
 (tests/integration/test_render_values.py proves the mapping equal to `helm template`.)"""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provider.chart_values import ValuesError, deployment_env, fullname, load_values, merge_values
-from provider.settings import ProviderSettings
+from provider.model.settings import ProviderSettings
+from provider.tools.chart_values import ValuesError, deployment_env, fullname, load_values, merge_values
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "provider-kserve"
 

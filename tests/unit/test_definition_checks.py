@@ -9,8 +9,8 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from provider import generate
-from provider.definition import DefinitionError
+from provider.tools import generation as generate
+from provider.tools.definition import DefinitionError
 
 
 class _Engine(BaseModel):

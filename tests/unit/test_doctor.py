@@ -1,4 +1,4 @@
-"""`provider.doctor`: the pure part, from API answers to table rows and exit code.
+"""`provider.tools.cluster_checks`: the pure part, from API answers to table rows and exit code.
 
 The calls themselves (`diagnose`) run against the real control plane in
 tests/integration/test_doctor.py.
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.resources import INSTANCES, PROVIDERS
-from provider import kinds
-from provider.doctor import (
+from actors.client.known_resources import INSTANCES, PROVIDERS
+from provider.kserve import KServeProvider
+from provider.model import kinds
+from provider.model.kinds import GATEWAYS, INFERENCE_SERVICE
+from provider.model.settings import ProviderSettings
+from provider.tools.cluster_checks import (
     CLUSTER_SCOPED,
     Row,
     Status,
@@ -23,10 +26,7 @@ from provider.doctor import (
     scoped_checks,
     summary,
 )
-from provider.kinds import GATEWAYS, INFERENCE_SERVICE
-from provider.kserve import KServeProvider
-from provider.rbac import RULES, AccessCheck, Rule, access_checks
-from provider.settings import ProviderSettings
+from provider.tools.rbac import RULES, AccessCheck, Rule, access_checks
 
 OWNED = KServeProvider(ProviderSettings()).owned_resources()
 CORE = {INSTANCES.api_version: {"instances", "providers"}}

@@ -32,8 +32,8 @@ import pytest
 
 from actors.interface import KubeObject, Resource, ValidationFailed
 from provider.kserve import KServeProvider
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs
+from provider.model.settings import ProviderSettings
+from provider.topologies.protocol import Catalogs
 from tests.support.fuzz_instances import ENGINE, LLM, PREDICTOR, instance_spec, set_path
 from tests.unit.llm.builders import CATALOG
 

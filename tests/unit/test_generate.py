@@ -13,9 +13,10 @@ import yaml
 from pydantic import BaseModel
 
 from controlplane import crds_dir
-from provider import generate, rbac
 from provider.commands import generate as generate_command
-from provider.openapi_schema import openapi_v3
+from provider.tools import generation as generate
+from provider.tools import rbac
+from provider.tools.openapi_schema import openapi_v3
 from tests.support.structural_schema import structural_errors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,9 +92,9 @@ def test_provider_spec_content() -> None:
 
 
 def test_published_schemas_are_the_models_schemas() -> None:
-    from provider.llm.params import LlmEngineParameters
-    from provider.llm.topology_params import LlmTopologyParameters
-    from provider.predictor.params import PredictorParameters
+    from provider.topologies.llm.params import LlmEngineParameters
+    from provider.topologies.llm.topology_params import LlmTopologyParameters
+    from provider.topologies.predictor.params import PredictorParameters
 
     published: dict[str, type[BaseModel]] = {
         "definition/components/llmEngine.parameters.schema.json": LlmEngineParameters,

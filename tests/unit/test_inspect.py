@@ -1,4 +1,4 @@
-"""`provider.inspect`: the pure part, from an Instance and its objects to the report and its forms.
+"""`provider.tools.inventory`: the pure part, from an Instance and its objects to the report and its forms.
 
 The API calls (`gather`) run against the real control plane in the conformance tests.
 """
@@ -10,9 +10,12 @@ from typing import Any
 
 import yaml
 
+from actors.contract import stamp
 from actors.interface import KubeObject
-from actors.ownership import stamp
-from provider.inspect import (
+from provider.kserve import KServeProvider
+from provider.model.names import PROVIDER_NAME
+from provider.model.settings import ProviderSettings
+from provider.tools.inventory import (
     Owner,
     build_report,
     condition_summary,
@@ -22,10 +25,7 @@ from provider.inspect import (
     owners_of,
     report_document,
 )
-from provider.kserve import KServeProvider
-from provider.names import PROVIDER_NAME
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs
+from provider.topologies.protocol import Catalogs
 from tests.unit.llm.builders import instance_dict
 
 PROVIDER = KServeProvider(ProviderSettings())

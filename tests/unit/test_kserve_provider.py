@@ -8,18 +8,18 @@ from typing import Any, cast
 import anyio
 import pytest
 
+from actors.client import ApiError, KubeClient
 from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
-from actors.kube import ApiError, KubeClient
-from actors.shared import wake_nobody
-from provider import kinds
-from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor
-from provider.gateway_actor import AIGatewayActor
-from provider.instance import Instance
+from actors.manager.shared import wake_nobody
 from provider.kserve import KServeProvider, build_provider, node_addresses
-from provider.llm.handler import LlmTopology
-from provider.pod_security import PodPolicy
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
+from provider.model import kinds
+from provider.model.instance import Instance
+from provider.model.settings import ProviderSettings
+from provider.rules.pod_security import PodPolicy
+from provider.shared.ai_gateway import AIGatewayActor
+from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
+from provider.topologies.llm.handler import LlmTopology
+from provider.topologies.protocol import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
 
 from .llm.builders import CATALOG, instance_dict
 

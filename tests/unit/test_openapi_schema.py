@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from provider.definition import DefinitionError
-from provider.openapi_schema import openapi_v3
+from provider.tools.definition import DefinitionError
+from provider.tools.openapi_schema import openapi_v3
 
 
 class _Inner(BaseModel):

@@ -1,4 +1,4 @@
-"""provider.quantity against Kubernetes' own cases (k8s.io/apimachinery resource quantity tests,
+"""provider.rules.quantity against Kubernetes' own cases (k8s.io/apimachinery resource quantity tests,
 restated) and against properties any canonical form must have: it is a fixed point, it keeps the
 value (up to Kubernetes' rounding), it keeps the suffix family and uses the largest suffix."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from provider.quantity import MAX_LENGTH, QUANTITY_PATTERN, QuantityError, canonical_quantity
+from provider.rules.quantity import MAX_LENGTH, QUANTITY_PATTERN, QuantityError, canonical_quantity
 
 # (input, what Kubernetes serialises it as)
 KUBERNETES_CASES = [

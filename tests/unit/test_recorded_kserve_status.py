@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
-from provider import kinds
-from provider.instance import Instance
-from provider.llm.handler import LlmTopology
-from provider.llm.status import CONFIG_FAILURES
-from provider.predictor import PredictorTopology
-from provider.settings import ProviderSettings
-from provider.topology import StatusInputs
+from provider.model import kinds
+from provider.model.instance import Instance
+from provider.model.settings import ProviderSettings
+from provider.topologies.llm.handler import LlmTopology
+from provider.topologies.llm.status import CONFIG_FAILURES
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.protocol import StatusInputs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kserve"
 PENDING = "Deployment does not have minimum availability."

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from provider.cli import main
-from provider.settings import ProviderSettings
+from provider.model.settings import ProviderSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from actors.interface import KubeObject
-from provider.catalog import CatalogError
-from provider.catalog_actor import LoraCatalogActor, ModelCatalogActor, parse_model_catalog
-from provider.gateway_actor import AIGatewayActor, gateway_base_url, uses_ai_gateway
-from provider.settings import ProviderSettings
-from provider.topology import CatalogModel, LoraAdapter
+from provider.model.settings import ProviderSettings
+from provider.shared.ai_gateway import AIGatewayActor, gateway_base_url, uses_ai_gateway
+from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor, parse_model_catalog
+from provider.shared.catalogs import CatalogError
+from provider.topologies.protocol import CatalogModel, LoraAdapter
 
 
 def _llm(**topology_params: object) -> KubeObject:

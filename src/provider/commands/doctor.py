@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
-from actors.kube import KubeClient
+from actors import KubeClient
 from provider.commands import add_connection_arguments
-from provider.doctor import diagnose, exit_code, format_table
 from provider.kserve import KServeProvider
-from provider.settings import ProviderSettings
+from provider.model.settings import ProviderSettings
+from provider.tools.cluster_checks import diagnose, exit_code, format_table
 
 
 def register(subparsers: Any) -> None:

@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 import yaml
 
-from actors.kube import KubeClient
-from provider.catalog import LORA_CATALOG_ENV, CatalogError, lora_catalog_from
+from actors import KubeClient
 from provider.commands import add_connection_arguments
-from provider.inspect import format_table, gather, report_document
 from provider.kserve import KServeProvider
-from provider.settings import ProviderSettings, SettingsError
-from provider.topology import Catalogs
+from provider.model.settings import ProviderSettings, SettingsError
+from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, lora_catalog_from
+from provider.tools.inventory import format_table, gather, report_document
+from provider.topologies.protocol import Catalogs
 
 
 def register(subparsers: Any) -> None:

@@ -1,14 +1,14 @@
 """`provider-kserve render [-f values.yaml] FILE...`: preview what Instances become in a real install.
 
 Offline and deterministic: no cluster is contacted. Every Instance is checked and translated the
-controller's way (provider.preview) and everything it asks for is printed, optional kinds
+controller's way (provider.tools.preview) and everything it asks for is printed, optional kinds
 included; stderr says per optional object which CRD it needs (the controller skips it without),
 and once when a namespace was defaulted or a placeholder uid stamped.
 
 Settings, in increasing precedence:
 1. with `-f/--values FILE` (repeatable): the chart's values.yaml with the files merged over it, as
    `helm install -f` does, turned into the environment the chart's Deployment gives the provider
-   (provider.chart_values); without `-f`: the provider's own environment variables, as the
+   (provider.tools.chart_values); without `-f`: the provider's own environment variables, as the
    controller reads them;
 2. one flag per setting (below), e.g. `--ai-gateway-enabled true`.
 
@@ -28,16 +28,16 @@ from typing import Any, TextIO
 
 import yaml
 
-from actors.interface import KubeObject
-from provider import chart_values
-from provider.catalog import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
-from provider.catalog_actor import MODEL_CATALOG_ENV, parse_model_catalog
-from provider.definition import DefinitionError
-from provider.generate import CHART_DIR, find_root
+from actors import KubeObject
 from provider.kserve import KServeProvider
-from provider.preview import Document, offline_providers, preview
-from provider.settings import ProviderSettings, SettingsError
-from provider.topology import Catalogs
+from provider.model.settings import ProviderSettings, SettingsError
+from provider.shared.catalog_actors import MODEL_CATALOG_ENV, parse_model_catalog
+from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.tools import chart_values
+from provider.tools.definition import DefinitionError
+from provider.tools.generation import CHART_DIR, find_root
+from provider.tools.preview import Document, offline_providers, preview
+from provider.topologies.protocol import Catalogs
 
 # Exit status of a process that wrote into a closed pipe (128 + SIGPIPE), as `head` leaves a shell.
 BROKEN_PIPE = 141

@@ -10,17 +10,23 @@ from typing import Any
 import anyio
 import structlog
 
-from actors.collector import collect_young_less_often, freeze_startup_objects, observe_collections
-from actors.endpoints import Endpoints
-from actors.kube import KubeClient
-from actors.limits import InstanceLimits
-from actors.logs import configure_logging
-from actors.manager import Manager, ManagerOptions, StartupFailed
-from actors.memory import keep_large_buffers_unmapped
-from actors.metrics import RuntimeMetrics
-from actors.tracing import configure_tracing
+from actors import (
+    Endpoints,
+    InstanceLimits,
+    KubeClient,
+    Manager,
+    ManagerOptions,
+    RuntimeMetrics,
+    StartupFailed,
+    collect_young_less_often,
+    configure_logging,
+    configure_tracing,
+    freeze_startup_objects,
+    keep_large_buffers_unmapped,
+    observe_collections,
+)
 from provider.commands import add_connection_arguments
-from provider.names import PROVIDER_NAME as PROVIDER_NAME  # the one definition, re-exported
+from provider.model.names import PROVIDER_NAME as PROVIDER_NAME  # the one definition, re-exported
 
 
 def register(subparsers: Any) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from actors.actor import Action, ActorSystem
-from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
+from actors.queue.actor_system import Action, ActorSystem
+from actors.queue.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 from tests.support.clock import FakeClock
 from tests.support.runtime import system_running
 

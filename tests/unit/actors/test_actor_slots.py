@@ -8,7 +8,7 @@ from collections import Counter
 import anyio
 import anyio.lowlevel
 
-from actors.actor import Action, ActorSystem
+from actors.queue.actor_system import Action, ActorSystem
 from tests.support.clock import FakeClock
 from tests.support.runtime import system_running
 

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.apply import content_hash, holds
-from actors.conflicts import ApplyConflict
-from actors.conflicts import parse_conflicts as _parse_conflicts
+from actors.apply.applier import holds
+from actors.apply.conflicts import ApplyConflict
+from actors.apply.conflicts import parse_conflicts as _parse_conflicts
+from actors.cache.owned_index import OwnedIndex, owned_ref
+from actors.client import ApiError
+from actors.client.json_codec import content_hash
+from actors.contract import controller_reference, is_owned_by, stamp
 from actors.interface import Resource
-from actors.kube import ApiError
-from actors.owned import OwnedIndex, owned_ref
-from actors.ownership import controller_reference, is_owned_by, stamp
 
 CM = Resource("", "v1", "configmaps", "ConfigMap")
 INSTANCE = {"metadata": {"name": "i", "namespace": "ns", "uid": "u-1"}}

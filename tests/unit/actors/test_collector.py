@@ -8,8 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.collector import YOUNG_THRESHOLD, collect_young_less_often, freeze_startup_objects, observe_collections
-from actors.metrics import RuntimeMetrics
+from actors.observe.garbage_collector import (
+    YOUNG_THRESHOLD,
+    collect_young_less_often,
+    freeze_startup_objects,
+    observe_collections,
+)
+from actors.observe.metrics import RuntimeMetrics
 
 
 @pytest.fixture

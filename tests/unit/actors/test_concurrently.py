@@ -1,11 +1,11 @@
-"""actors.concurrently.all_of: independent calls at once, errors raised as themselves."""
+"""actors.client.concurrently.all_of: independent calls at once, errors raised as themselves."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from actors.concurrently import all_of
+from actors.client.concurrently import all_of
 
 
 async def test_calls_run_together_and_results_keep_their_order() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.instances import InstanceStore, StoredInstance
-from actors.limits import InstanceLimits
-from actors.owned import OwnedIndex
-from actors.ownership import FINALIZER
+from actors.cache.instance_store import InstanceStore, StoredInstance
+from actors.cache.limits import InstanceLimits
+from actors.cache.owned_index import OwnedIndex
+from actors.contract import FINALIZER
 
 KEY = "ns/a"
 

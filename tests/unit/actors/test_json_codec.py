@@ -1,4 +1,4 @@
-"""actors.json_codec: orjson's output, and the standard library's for what orjson refuses."""
+"""actors.client.json_codec: orjson's output, and the standard library's for what orjson refuses."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from actors import decode, json_codec
+from actors.client import decode, json_codec
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from actors.kube import config
+from actors.client import config
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -54,7 +54,7 @@ def test_the_lean_import_is_written_for_the_locked_and_installed_version() -> No
 def test_lean_import_loads_no_models_and_the_full_library_still_imports() -> None:
     probe = """
 import sys
-import actors.kube
+import actors.client
 assert not [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.models.")], "models loaded"
 assert not [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.api.")], "API classes loaded"
 from kubernetes_asyncio.client import CoreV1Api, V1ObjectMeta

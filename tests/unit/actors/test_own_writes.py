@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from actors.apply.write_ledger import OwnWrites
+from actors.cache.owned_index import OwnedRef
 from actors.interface import Resource
-from actors.own_writes import OwnWrites
-from actors.owned import OwnedRef
 
 CM = Resource("", "v1", "configmaps", "ConfigMap")
 OBJ = (CM, "ns", "a-cm")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
+from actors.queue.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 
 
 class FakeClock:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from actors.interface import Condition, ConnectionDetails, Phase
-from actors.status import compose_status, merge_conditions
+from actors.status.compose import compose_status, merge_conditions
 
 
 def _instance(status: dict[str, object] | None = None, generation: int = 3) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""actors.versions: the version-bundle check and resolution the reconciler, the validation endpoint
+"""actors.reconcile.versions: the version-bundle check and resolution the reconciler, the validation endpoint
 and `render` share."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from actors.interface import KubeObject
-from actors.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
+from actors.reconcile.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
 
 PROVIDERS: dict[str, KubeObject] = {
     "p": {

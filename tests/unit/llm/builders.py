@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from actors.interface import KubeObject, ValidationFailed
-from provider import kinds
-from provider.instance import Instance
-from provider.llm.handler import LlmTopology
-from provider.llm.inputs import LlmInputs
-from provider.llm.validation import validate_llm
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs, LoraAdapter
+from provider.model import kinds
+from provider.model.instance import Instance
+from provider.model.settings import ProviderSettings
+from provider.topologies.llm.handler import LlmTopology
+from provider.topologies.llm.inputs import LlmInputs
+from provider.topologies.llm.validation import validate_llm
+from provider.topologies.protocol import Catalogs, LoraAdapter
 
 MODEL_URI = "hf://Qwen/Qwen2.5-0.5B-Instruct"
 ALL_KINDS = frozenset(kinds.OWNED)

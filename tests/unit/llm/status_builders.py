@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, StatusReport
-from provider import kinds
-from provider.llm.handler import LlmTopology
-from provider.settings import ProviderSettings
-from provider.topology import StatusInputs
+from provider.model import kinds
+from provider.model.settings import ProviderSettings
+from provider.topologies.llm.handler import LlmTopology
+from provider.topologies.protocol import StatusInputs
 
 from .builders import GATEWAY_SETTINGS, instance, settings
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from provider.catalog import CatalogError, parse_lora_catalog
-from provider.topology import LoraAdapter
+from provider.shared.catalogs import CatalogError, parse_lora_catalog
+from provider.topologies.protocol import LoraAdapter
 
 
 def test_parse() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.interface import KubeObject
-from provider.llm.config import KSERVE_CONFIG_FINALIZER, config_still_in_use, held_config
+from provider.topologies.llm.config import KSERVE_CONFIG_FINALIZER, config_still_in_use, held_config
 
 # The LLMInferenceService KServe made of Instance "chat" in namespace "models", as recorded.
 READY = json.loads((Path(__file__).parents[1] / "fixtures" / "kserve" / "llmisvc-ready.json").read_text())["kserve"]

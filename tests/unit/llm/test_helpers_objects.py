@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from provider import kinds
+from provider.model import kinds
 
 from .builders import GATEWAY_SETTINGS, REQUIRED_KINDS, desired, settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from provider import names
+from provider.model import names
 
 
 def test_short_names_are_concatenated() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from provider.llm.param_base import ENGINE_PREFIX, message_of
-from provider.llm.params import LlmEngineParameters
-from provider.llm.topology_params import LlmTopologyParameters
+from provider.topologies.llm.param_base import ENGINE_PREFIX, message_of
+from provider.topologies.llm.params import LlmEngineParameters
+from provider.topologies.llm.topology_params import LlmTopologyParameters
 
 ENGINE = {"modelURI": "hf://org/model"}
 

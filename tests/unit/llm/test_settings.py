@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from provider.settings import ProviderSettings, SettingsError
+from provider.model.settings import ProviderSettings, SettingsError
 
 
 def test_defaults() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, Phase
-from provider import kinds
-from provider.connection import url_details
-from provider.kserve_conditions import passthrough_conditions
-from provider.llm.connection import gateway_details
-from provider.topology import StatusInputs
+from provider.model import kinds
+from provider.topologies.kserve_conditions import passthrough_conditions
+from provider.topologies.llm.connection_details import gateway_details
+from provider.topologies.protocol import StatusInputs
+from provider.topologies.urls import url_details
 
 from .builders import kserve_condition, llmisvc
 from .status_builders import IN_CLUSTER, NO_POLL, condition, status

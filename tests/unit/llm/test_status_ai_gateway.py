@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase
-from provider import kinds
-from provider.topology import StatusInputs
+from provider.model import kinds
+from provider.topologies.protocol import StatusInputs
 
 from .builders import kserve_condition, llmisvc
 from .status_builders import AI, BASE_URL, GATEWAY, condition, route, status

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from actors.interface import Condition, Phase
-from provider import kinds
-from provider.topology import CatalogModel, Catalogs, StatusInputs
+from provider.model import kinds
+from provider.topologies.protocol import CatalogModel, Catalogs, StatusInputs
 
 from .builders import GATEWAY_SETTINGS, llmisvc, settings
 from .status_builders import AI, BASE_URL, GATEWAY, condition, route, status

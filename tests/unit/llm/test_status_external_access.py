@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actors.interface import Condition, ConnectionDetails, Phase
-from provider.topology import StatusInputs
+from provider.topologies.protocol import StatusInputs
 
 from .builders import llmisvc
 from .status_builders import IN_CLUSTER, NO_POLL, condition, service, status

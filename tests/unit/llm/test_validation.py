@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from provider.llm.validation import validate_llm
+from provider.topologies.llm.validation import validate_llm
 
 from .builders import CATALOG, GATEWAY_SETTINGS, fails, instance, passes, settings
 

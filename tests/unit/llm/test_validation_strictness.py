@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from provider.llm.validation import validate_llm
+from provider.topologies.llm.validation import validate_llm
 
 from .builders import CATALOG, fails, instance, passes, settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from provider.instance import Instance
+from provider.model.instance import Instance
 
 SKLEARN_URI = "gs://kfserving-examples/models/sklearn/1.0/model"
 

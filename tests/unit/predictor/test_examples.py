@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from actors.ownership import stamp
+from actors.contract import stamp
 from provider.cli import main
-from provider.instance import Instance
-from provider.predictor import PredictorTopology
-from provider.topologies import TOPOLOGIES
-from provider.topology import Catalogs
+from provider.model.instance import Instance
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.protocol import Catalogs
+from provider.topologies.registry import TOPOLOGIES
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples/instance-predictor.yaml"

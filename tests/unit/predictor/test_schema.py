@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from provider.predictor.params import KNOWN_MODEL_FORMATS, PredictorParameters
+from provider.topologies.predictor.params import KNOWN_MODEL_FORMATS, PredictorParameters
 
 SCHEMA = PredictorParameters.model_json_schema(by_alias=True)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, Phase
-from provider.kinds import INFERENCE_SERVICE
-from provider.predictor import PredictorTopology
-from provider.predictor.status import connection_details, predictor_status
-from provider.topology import StatusInputs
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.predictor.status import connection_details, predictor_status
+from provider.topologies.protocol import StatusInputs
 
 from .builders import READY_CONDITIONS, cond, instance, isvc, params
 

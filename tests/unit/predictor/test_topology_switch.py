@@ -10,13 +10,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from provider import kinds as llm_kinds
-from provider.kinds import INFERENCE_SERVICE
 from provider.kserve import KServeProvider
-from provider.llm.handler import LlmTopology
-from provider.predictor import PredictorTopology
-from provider.settings import ProviderSettings
-from provider.topology import Catalogs
+from provider.model import kinds as llm_kinds
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.model.settings import ProviderSettings
+from provider.topologies.llm.handler import LlmTopology
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.protocol import Catalogs
 
 from .builders import instance_dict
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from actors.interface import ValidationFailed
-from provider.kinds import INFERENCE_SERVICE
-from provider.predictor import PredictorTopology
-from provider.topology import Catalogs
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.protocol import Catalogs
 
 from .builders import SKLEARN_URI, instance, params
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from actors.interface import ValidationFailed
-from provider.predictor import PredictorTopology
-from provider.topology import Catalogs
+from provider.topologies.predictor import PredictorTopology
+from provider.topologies.protocol import Catalogs
 
 from .builders import SKLEARN_URI, instance, params
 

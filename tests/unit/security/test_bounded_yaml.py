@@ -1,4 +1,4 @@
-"""provider.bounded_yaml: a user's YAML is read within bounds, every failure a specific message."""
+"""provider.rules.bounded_yaml: a user's YAML is read within bounds, every failure a specific message."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from provider import bounded_yaml
-from provider.bounded_yaml import MAX_BYTES, MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_NODES, YamlBoundError, load
+from provider.rules import bounded_yaml
+from provider.rules.bounded_yaml import MAX_BYTES, MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_NODES, YamlBoundError, load
 
 LAUGHS = (
     'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'

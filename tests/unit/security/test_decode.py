@@ -1,4 +1,4 @@
-"""actors.decode: what the API server stores, however deep, never takes the process down."""
+"""actors.client.decode: what the API server stores, however deep, never takes the process down."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from actors.decode import MAX_DEPTH, TOO_DEEP, cut_deep, depth_problem, loads
-from actors.limits import InstanceLimits, stub
+from actors.cache.limits import InstanceLimits, stub
+from actors.client.decode import MAX_DEPTH, TOO_DEEP, cut_deep, depth_problem, loads
 
 
 def nested(depth: int, leaf: object = 1) -> object:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from actors.cache.limits import InstanceLimits
 from actors.interface import ValidationFailed
-from actors.limits import InstanceLimits
 from provider.kserve import KServeProvider
-from provider.settings import ProviderSettings
+from provider.model.settings import ProviderSettings
 from tests.unit.llm.builders import CATALOG, instance_dict
 
 PROVIDER = KServeProvider(ProviderSettings())

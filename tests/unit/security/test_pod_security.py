@@ -1,4 +1,4 @@
-"""provider.pod_security: pass-through pod settings within the namespace's Pod Security level."""
+"""provider.rules.pod_security: pass-through pod settings within the namespace's Pod Security level."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from provider.pod_security import PodPolicy, level_of, violation
+from provider.rules.pod_security import PodPolicy, level_of, violation
 
 RESTRICTED = PodPolicy("restricted")
 BASELINE = PodPolicy("baseline")

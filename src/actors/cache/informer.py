@@ -1,0 +1,186 @@
+"""List-then-watch informers with a local store.
+
+Follows resourceVersion (bookmarks included), relists on 410 Gone and diffs the new list against
+the store so that no deletion or update is lost, and backs off on errors. The store keeps whatever
+`transform` returns per object: the full Instance (we read it) or a few fields of a derived object
+(we only need to know it exists, who owns it and its resourceVersion).
+
+Whatever the API server accepted must not stop the informer: an object that `transform` or the
+change handler cannot cope with is logged (once per version) and skipped, and the others go on.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+
+from actors.client import ApiError, KubeClient, TransportError
+from actors.interface import KubeObject, Resource
+
+log = structlog.get_logger("actors.cache.informer")
+
+T = TypeVar("T")
+# (key "namespace/name", old value or None, new value or None)
+ChangeHandler = Callable[[str, T | None, T | None], None]
+
+
+def object_key(obj: KubeObject) -> str:
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+class Informer(Generic[T]):
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        *,
+        transform: Callable[[KubeObject], T],
+        on_change: ChangeHandler[T],
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        watch_timeout: int = 300,
+        max_backoff: float = 30.0,
+        page_size: int = 500,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.store: dict[str, T] = {}
+        self.synced = anyio.Event()
+        self.relists = 0
+        self._transform = transform
+        self._on_change = on_change
+        self._rv: str | None = None
+        self._watch_timeout = watch_timeout
+        self._page_size = page_size
+        self._max_backoff = max_backoff
+        self._log = log.bind(resource=str(resource), namespace=namespace or "*")
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """List, then watch, until cancelled; reports started once the first list is in the store."""
+        backoff = 0.2
+        started = False
+        while True:
+            try:
+                if self._rv is None:
+                    await self._relist()
+                if not started:
+                    started = True
+                    task_status.started()
+                await self._watch()
+                backoff = 0.2
+            except ApiError as err:
+                if err.status == 410:
+                    # Our resourceVersion was compacted away: start over from a fresh list.
+                    self._log.info("watch expired, relisting", rv=self._rv)
+                    self._rv = None
+                    continue
+                self._log.warning("list/watch failed", error=str(err), retry_in=backoff)
+                await anyio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(self._max_backoff, backoff * 2)
+            except (TransportError, ValueError) as err:
+                self._log.warning("connection to API server lost", error=repr(err), retry_in=backoff)
+                await anyio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(self._max_backoff, backoff * 2)
+            except Exception as err:
+                # A defect, or a response no one foresaw: start over from a fresh list rather than
+                # take the process (and every other Instance) down with this informer.
+                self._log.error("list/watch failed unexpectedly, relisting", error=repr(err)[:500], retry_in=backoff)
+                self._rv = None
+                await anyio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(self._max_backoff, backoff * 2)
+
+    async def _relist(self) -> None:
+        items, rv = await self.client.list_all(
+            self.resource, self.namespace, label_selector=self.label_selector, page_size=self._page_size
+        )
+        fresh: dict[str, T] = {}
+        for obj in items:
+            read = self._read(obj)
+            if read is not None:
+                fresh[read[0]] = read[1]
+        old_store = self.store
+        self.store = fresh
+        self._rv = rv
+        self.relists += 1
+        for key, value in fresh.items():
+            previous = old_store.get(key)
+            if previous != value:
+                self._notify(key, previous, value)
+        for key, previous in old_store.items():
+            if key not in fresh:
+                self._notify(key, previous, None)
+        self.synced.set()
+
+    def _read(self, obj: KubeObject) -> tuple[str, T] | None:
+        """(key, transformed object), or None for an object that cannot be read (logged)."""
+        try:
+            return object_key(obj), self._transform(obj)
+        except Exception as err:  # any object, however malformed, is skipped, never fatal
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            self._log.warning(
+                "cannot read object, skipped",
+                object=f"{(meta or {}).get('namespace', '')}/{(meta or {}).get('name', '?')}",
+                error=repr(err)[:500],
+            )
+            return None
+
+    def _notify(self, key: str, old: T | None, new: T | None) -> None:
+        try:
+            self._on_change(key, old, new)
+        except Exception as err:  # one object's handler must not stop the informer
+            self._log.warning("change handler failed, skipped", object=key, error=repr(err)[:500])
+
+    async def _watch(self) -> None:
+        assert self._rv is not None
+        async for event in self.client.watch(
+            self.resource,
+            self.namespace,
+            self._rv,
+            label_selector=self.label_selector,
+            timeout_seconds=self._watch_timeout,
+        ):
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind == "BOOKMARK":
+                if rv:
+                    self._rv = rv
+                continue
+            if rv:
+                self._rv = rv
+            if kind == "DELETED":
+                key = object_key(obj)
+                self._notify(key, self.store.pop(key, None), None)
+                continue
+            read = self._read(obj)
+            if read is None:
+                continue
+            key, value = read
+            previous = self.store.get(key)
+            self.store[key] = value
+            self._notify(key, previous, value)
+
+
+class StartupFailed(Exception):
+    """A component could not start (e.g. a cache that never synced); the message says which."""
+
+
+async def start_informer(task_group: TaskGroup, informer: Informer[object], timeout: float) -> None:
+    """Start `informer` in `task_group` and wait for its first list, or fail naming its kind."""
+    try:
+        with anyio.fail_after(timeout):
+            await task_group.start(informer.run)
+    except TimeoutError:
+        raise StartupFailed(
+            f"the cache of {informer.resource} did not sync within {timeout:.0f} s "
+            "(is the API server reachable, the CRD installed and the kind allowed by RBAC?)"
+        ) from None

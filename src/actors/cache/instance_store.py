@@ -1,0 +1,125 @@
+"""The store of the Instances this provider reconciles, as its informers deliver them.
+
+Only our Instances are kept (or another provider's that still hold our finalizer or objects: those
+we release rather than forget), packed (a fifth of their size as dicts; every read is a fresh copy).
+An Instance over the per-Instance bounds is kept only as a stub, with why (`rejected`). An event
+needs a reconcile only when the Instance's metadata (but resourceVersion and managedFields) changed:
+a spec change bumps metadata.generation, and our own status writes change neither; nor does the
+event of our own finalizer write, whose reconcile went on with what it wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from actors.cache.limits import InstanceLimits, spec_bytes, stub
+from actors.cache.owned_index import OwnedIndex
+from actors.cache.packed import PackedObjects, pack
+from actors.client.json_codec import content_hash
+from actors.client.resource import KubeObject
+from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
+
+# Fields whose change alone never needs a reconcile (our own status writes come back as events).
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInstance:
+    """What the informer keeps per Instance: the digest of what needs a reconcile when it changes
+    (an event is judged without unpacking either version), the packed object, and why it was kept
+    only as a stub (a bound it broke), if it was."""
+
+    digest: bytes
+    packed: bytes
+    rejected: str | None = None
+    resource_version: str = ""
+
+
+def reconcile_digest(obj: KubeObject) -> bytes:
+    """Digest of the metadata but resourceVersion: a spec change bumps metadata.generation (the
+    Instance CRD has a status subresource), so this covers the spec too, and a status write
+    (ours, coming back as an event) leaves it unchanged."""
+    meta = obj.get("metadata") or {}
+    return content_hash({k: v for k, v in meta.items() if k not in _VOLATILE_METADATA})
+
+
+class InstanceWrites:
+    """Our own writes to Instances' metadata (the finalizer), whose reconcile went on with what
+    the write returned: their watch events need no reconcile of their own. While a write is in
+    flight its key's events are held back (the write's answer and its event race); when it ends,
+    its version is expected, and an event held back that was another writer's asks for a look."""
+
+    def __init__(self) -> None:
+        self._in_flight: dict[str, list[str]] = {}
+        self._expected: dict[str, str] = {}
+
+    def begin(self, key: str) -> None:
+        self._in_flight[key] = []
+
+    def finish(self, key: str, resource_version: str) -> bool:
+        """The write ended, producing `resource_version` ("" when it failed); True when another
+        writer's change came in meanwhile."""
+        held = self._in_flight.pop(key, [])
+        if resource_version and resource_version not in held:
+            self._expected[key] = resource_version
+        return any(version != resource_version for version in held)
+
+    def needs_reconcile(self, key: str, resource_version: str, changed: bool) -> bool:
+        """Whether an event of `key` (its metadata `changed`, or not) needs a reconcile."""
+        expected = self._expected.pop(key, None)  # any later event settles the expectation
+        if expected is not None and expected == resource_version:
+            return False
+        if key in self._in_flight:
+            if changed:
+                self._in_flight[key].append(resource_version)
+            return False
+        return changed
+
+
+class InstanceStore:
+    def __init__(self, provider: str, limits: InstanceLimits, index: OwnedIndex) -> None:
+        self.provider = provider
+        self.limits = limits
+        self.index = index
+        self.objects = PackedObjects()
+        # Instances kept as a stub because they broke a bound (key → why).
+        self.rejected: dict[str, str] = {}
+        self.writes = InstanceWrites()
+
+    def transform(self, obj: KubeObject) -> StoredInstance | None:
+        if not self._ours_or_held(obj):
+            return None  # another provider's Instance: keep nothing of it
+        try:
+            rejected = self.limits.size_problem(spec_bytes(obj))
+        except RecursionError:
+            rejected = "spec nests too deep to read"
+        kept = stub(obj) if rejected else obj
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        return StoredInstance(reconcile_digest(kept), pack(kept), rejected, version)
+
+    def _ours_or_held(self, obj: KubeObject) -> bool:
+        """Ours, or another provider's now but still holding our finalizer or objects."""
+        if provider_name(obj) == self.provider:
+            return True
+        meta = obj.get("metadata") or {}
+        if (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.provider and holds_finalizer(obj):
+            return True
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        return bool(self.index.owned_by(key, str(meta.get("uid", ""))))
+
+    def update(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> bool:
+        """Store the informer's change; True when the Instance needs a reconcile."""
+        if new is None:
+            self.objects.discard(key)
+            self.rejected.pop(key, None)
+            return old is not None
+        self.objects.put(key, new.packed)
+        if new.rejected:
+            self.rejected[key] = new.rejected
+        else:
+            self.rejected.pop(key, None)
+        return self.writes.needs_reconcile(key, new.resource_version, old is None or old.digest != new.digest)
+
+    def keys_matching(self, predicate: Callable[[KubeObject], bool]) -> list[str]:
+        return [key for key, obj in self.objects.items() if predicate(obj)]

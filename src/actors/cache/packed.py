@@ -1,0 +1,51 @@
+"""Objects kept as zlib-compressed JSON: the local stores' compact form.
+
+A watched object as Python dicts costs about five times its JSON size; compressed JSON costs about
+a third of it, and unpacking one (tens of microseconds) is cheap next to the API requests a
+reconcile makes. Every read returns a fresh copy, so a reconcile may modify what it reads.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Mapping
+
+from actors.client import json_codec
+from actors.interface import KubeObject
+
+
+def pack(obj: KubeObject) -> bytes:
+    """`obj` without managedFields (the largest part of a stored object, never read), compressed."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    # Level 1: nearly the ratio of the default level at a fraction of its CPU.
+    return zlib.compress(json_codec.dumps({**obj, "metadata": meta}), 1)
+
+
+def unpack(data: bytes) -> KubeObject:
+    obj: KubeObject = json_codec.loads(zlib.decompress(data))
+    return obj
+
+
+class PackedObjects(Mapping[str, KubeObject]):
+    """A key → object mapping stored packed; reading an entry unpacks a fresh copy."""
+
+    def __init__(self) -> None:
+        self._packed: dict[str, bytes] = {}
+
+    def __getitem__(self, key: str) -> KubeObject:
+        return unpack(self._packed[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._packed
+
+    def put(self, key: str, packed: bytes) -> None:
+        self._packed[key] = packed
+
+    def discard(self, key: str) -> None:
+        self._packed.pop(key, None)

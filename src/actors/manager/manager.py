@@ -1,0 +1,310 @@
+"""The manager (controller-runtime's word): builds the runtime's components in dependency order and
+runs them, each with anyio's structured start, so a component is started only once what it needs is.
+
+Built (in `__init__`, no I/O): metrics, the owned index, the record of our own writes, the Applier,
+the Instance store, the owned kinds, the status writer, the reconciler, the actor system (our
+workqueue) and, when asked, the leader elector. Started (in `run`), in order: the HTTP endpoints;
+the Provider resources' cache (every replica serves /validate); the lease, when electing; then, as
+the leader: the status writer (it reads what the Instance CRD supports), the actor system, the
+provider's shared actors, the owned kinds (discovered, their caches synced, so the first reconciles
+see existing objects), the Instance caches, and the periodic resync. A cache that does not sync
+fails start-up with a message naming its kind. No component rewrites another's attributes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from actors.apply.applier import Applier
+from actors.apply.write_ledger import OwnWrites
+from actors.cache.informer import Informer, StartupFailed, start_informer
+from actors.cache.instance_store import InstanceStore, StoredInstance
+from actors.cache.limits import InstanceLimits
+from actors.cache.owned_index import OwnedIndex, OwnedRef, owned_ref
+from actors.cache.owned_kinds import OwnedKinds
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
+from actors.contract import LABEL_PROVIDER
+from actors.interface import KubeObject, Provider, ReconcileContext, ValidationFailed
+from actors.manager.leader import LeaderElector
+from actors.manager.shared import SharedActors
+from actors.observe.metrics import RuntimeMetrics
+from actors.queue.actor_system import ActorSystem
+from actors.queue.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
+from actors.reconcile.reconciler import InstanceReconciler, RuntimeConfig
+from actors.reconcile.versions import effective_bundle, version_problem
+from actors.serve import endpoints
+from actors.status.writer import StatusWriter
+
+log = structlog.get_logger("actors.manager.manager")
+
+__all__ = ["Manager", "ManagerOptions", "StartupFailed"]
+
+
+@dataclass
+class ManagerOptions:
+    namespaces: Sequence[str] = ()  # empty: all namespaces
+    max_concurrent: int = 16
+    qps: float = 10.0
+    burst: int = 100
+    backoff_base: float = 0.005
+    backoff_cap: float = 1000.0
+    idle_timeout: float = 10.0
+    # A safety net, not how changes arrive (every derived object is watched): hours, as in
+    # controller-runtime (its SyncPeriod defaults to 10 h).
+    resync_period: float = 10 * 3600.0
+    # Re-run an Instance that is not Ready after this many seconds; None: never (its derived
+    # objects' watch events bring KServe's progress).
+    poll_not_ready: float | None = None
+    discovery_interval: float = 30.0
+    # How long a cache may take to list before start-up fails naming its kind.
+    sync_timeout: float = 120.0
+    leader_elect: bool = False
+    lease_namespace: str = "default"
+    lease_name: str = ""
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    limits: InstanceLimits = field(default_factory=InstanceLimits)
+    # Instances per list page: an Instance may be up to ~1.5 MB, and a page is held whole while
+    # it is decoded.
+    instance_page_size: int = 100
+    endpoints: endpoints.Endpoints = field(default_factory=endpoints.Endpoints)
+
+
+class Manager:
+    def __init__(
+        self,
+        client: KubeClient,
+        provider: Provider,
+        *,
+        options: ManagerOptions | None = None,
+        shared: SharedActors | None = None,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
+        self.client = client
+        self.provider = provider
+        self.options = opts = options or ManagerOptions()
+        self.shared = shared or SharedActors()
+        # The client's observers feed `metrics.observe_request` when the caller wired them so
+        # (provider.commands.run does); the manager never changes the client it is handed.
+        self.metrics = metrics or RuntimeMetrics()
+        self.index = OwnedIndex()
+        self.writes = OwnWrites()
+        # The provider's kinds, and the connection Secret the runtime writes itself.
+        self.owned = [*dict.fromkeys([*provider.owned_resources(), SECRETS])]
+        self.intent_annotation = f"{provider.annotation_domain}/applied-intent"
+        self.applier = Applier(
+            client,
+            self.index,
+            self.writes,
+            field_manager=provider.name,
+            provider_name=provider.name,
+            intent_annotation=self.intent_annotation,
+            resources=self.owned,
+            unpruned=frozenset({SECRETS}),
+        )
+        self.instances = InstanceStore(provider.name, opts.limits, self.index)
+        self.providers: dict[str, KubeObject] = {}
+        self.kinds = self._owned_kinds()
+        self.status = StatusWriter(client, field_manager=provider.name)
+        self.reconciler = self._reconciler()
+        self.actors = ActorSystem(
+            self.reconciler,
+            limiter=RateLimiter(
+                ExponentialBackoff(opts.backoff_base, opts.backoff_cap), TokenBucket(opts.qps, opts.burst)
+            ),
+            max_concurrent=opts.max_concurrent,
+            idle_timeout=opts.idle_timeout,
+            on_wait=self.metrics.observe_queue_wait,
+        )
+        self.elector = (
+            LeaderElector(client, opts.lease_namespace, opts.lease_name or f"{provider.name}-leader", opts.identity)
+            if opts.leader_elect
+            else None
+        )
+        # Read at scrape time: counting on every actor event would be O(N) per event.
+        self.metrics.live_actors.set_function(lambda: self.actors.live)
+        self.metrics.queue_depth.set_function(lambda: self.actors.depth)
+        self.metrics.scheduled_runs.set_function(lambda: self.actors.parked)
+        self.instance_informers = [self._instance_informer(namespace) for namespace in self._scopes()]
+        self._leading = False
+
+    def _instance_informer(self, namespace: str | None) -> Informer[StoredInstance | None]:
+        return Informer(
+            self.client,
+            INSTANCES,
+            namespace=namespace,
+            transform=self.instances.transform,
+            on_change=self._instance_changed,
+            page_size=self.options.instance_page_size,
+        )
+
+    def _owned_kinds(self) -> OwnedKinds:
+        annotation = self.intent_annotation
+        return OwnedKinds(
+            self.client,
+            self.owned,
+            scopes=self._scopes(),
+            label_selector=f"{LABEL_PROVIDER}={self.provider.name}",
+            transform=lambda resource, obj: owned_ref(resource, obj, intent_annotation=annotation),
+            on_change=self._owned_changed,
+            interval=self.options.discovery_interval,
+            sync_timeout=self.options.sync_timeout,
+        )
+
+    def _reconciler(self) -> InstanceReconciler:
+        opts, name = self.options, self.provider.name
+        return InstanceReconciler(
+            client=self.client,
+            provider=self.provider,
+            config=RuntimeConfig(
+                provider_name=name,
+                field_manager=name,
+                force_annotation=f"{self.provider.annotation_domain}/force-ownership",
+                poll_not_ready=opts.poll_not_ready,
+                limits=opts.limits,
+            ),
+            instances=self.instances.objects,
+            providers=self.providers,
+            index=self.index,
+            applier=self.applier,
+            status=self.status,
+            available=self.kinds.available,
+            metrics=self.metrics,
+            rejected=self.instances.rejected,
+            not_served=self.kinds.not_served,
+            instance_writes=self.instances.writes,
+        )
+
+    def _scopes(self) -> list[str | None]:
+        """Namespaces to watch; [None] means all namespaces."""
+        return list(self.options.namespaces) or [None]
+
+    def ready(self) -> bool:
+        if self.elector is not None and not self.elector.is_leader:
+            return True  # a standby is healthy and ready to take over
+        return self._leading
+
+    # -- run ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Start every component in dependency order and run until cancelled (or leadership is lost)."""
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._serve_endpoints)
+                # Every replica serves /validate, so every replica follows the Provider resource.
+                providers = Informer(self.client, PROVIDERS, transform=lambda o: o, on_change=self._provider_changed)
+                await start_informer(tg, providers, self.options.sync_timeout)  # type: ignore[arg-type]
+                if self.elector is not None:
+                    await self.elector.acquire()
+                    tg.start_soon(self.elector.hold)
+                await self._lead(tg)
+        finally:
+            if self.elector is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.elector.release()
+
+    async def _lead(self, tg: anyio.abc.TaskGroup) -> None:
+        await tg.start(self.status.start)
+        await tg.start(self.actors.run)
+        await self.shared.start(tg, self.wake_matching)
+        await tg.start(self.kinds.run)
+        for informer in self.instance_informers:
+            await start_informer(tg, informer, self.options.sync_timeout)  # type: ignore[arg-type]
+        self._leading = True
+        tg.start_soon(self._resync_loop)
+
+    async def _serve_endpoints(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        runners = await endpoints.start(
+            self.options.endpoints,
+            self.client,
+            ready=self.ready,
+            registry=self.metrics.registry,
+            validate=self.validate,
+            schema=self.published_schema,
+        )
+        try:
+            task_status.started()
+            await anyio.sleep_forever()
+        finally:
+            for runner in runners:
+                with anyio.CancelScope(shield=True):
+                    await runner.cleanup()
+
+    # -- validation endpoint --------------------------------------------------------------
+
+    async def validate(self, obj: KubeObject) -> str | None:
+        """The reconcile-time checks (bounds, version bundle, then the provider's), for /validate."""
+        problem = self.options.limits.problem(obj) or version_problem(obj, self.providers)
+        if problem is not None:
+            return problem
+        ctx = ReconcileContext(instance=obj, client=self.client, available=self.kinds.available())
+        try:
+            await self.provider.validate(ctx)
+        except ValidationFailed as err:
+            return err.message
+        return None
+
+    def published_schema(self) -> dict[str, Any] | None:
+        provider = self.providers.get(self.provider.name)
+        return provider.get("spec") if provider else None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _instance_changed(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> None:
+        if self.instances.update(key, old, new):
+            # A change to an Instance we already had is a user's edit: ahead of bulk work.
+            self.actors.notify(key, urgent=old is not None and new is not None)
+
+    def _provider_changed(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if new is None:
+            self.providers.pop(key, None)
+        else:
+            self.providers[key] = new
+        if (old or {}).get("spec") == (new or {}).get("spec"):
+            return
+        # A failed version check is not retried by itself (bad input waits for an edit): rerun the
+        # Instances whose check or bundle this change decides differently, e.g. a bundle the
+        # upgraded Provider now defines, or the Provider appearing at all. Instances with a frozen
+        # status.version keep their bundle and are left alone.
+        before, after = ({key: old} if old else {}), ({key: new} if new else {})
+
+        def affected(obj: KubeObject) -> bool:
+            return any(decide(obj, before) != decide(obj, after) for decide in (version_problem, effective_bundle))
+
+        woken = self.wake_matching(affected)
+        if woken:
+            log.info("Provider changed, rechecking version bundles", provider=key, instances=woken)
+
+    def _owned_changed(self, key: str, old: OwnedRef | None, new: OwnedRef | None) -> None:
+        self.index.update(old, new)
+        if new is not None and self.writes.on_event(new):
+            return  # our own write coming back: the reconcile that made it has seen it
+        if new is None and old is not None and self.writes.on_deleted(old):
+            return  # our own delete: the reconcile that made it went on knowing it was gone
+        ref = new or old
+        if ref is not None and ref.owner_key in self.instances.objects:
+            self.actors.notify(ref.owner_key)
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.options.resync_period)
+            self.resync()
+
+    def resync(self) -> None:
+        for key in list(self.instances.objects):
+            self.actors.notify(key)
+
+    def wake_matching(self, predicate: Callable[[KubeObject], bool]) -> int:
+        """Wake the actors of every Instance for which `predicate` holds (shared actors use it)."""
+        keys = self.instances.keys_matching(predicate)
+        for key in keys:
+            self.actors.notify(key)
+        return len(keys)

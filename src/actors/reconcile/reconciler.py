@@ -1,0 +1,334 @@
+"""The per-Instance state machine: finalizer, Validate, Sync, Status; on deletion Cleanup.
+
+Mirrors the OpenEverest Go provider-runtime step for step (finalizer and provider label first,
+version-bundle check, Validate on the stored Instance, Sync and Status on a copy with component
+versions resolved from the bundle, the `<instance>-conn` Secret, status written through the status
+subresource) and goes further where users need it: bounds on what one Instance may cost, validation
+errors carry their message onto status without a retry storm, apply conflicts and name clashes are
+named, status is written only when it changed and always in a form the CRD accepts, deletion waits
+until every object we own is gone, and an Instance handed to another provider is released (our
+objects removed, our finalizer taken off) instead of forgotten.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+
+import structlog
+from opentelemetry import trace
+
+from actors.apply.applier import Applier
+from actors.apply.conflicts import ApplyConflict, NameClash, ResourceNotServed
+from actors.cache.instance_store import InstanceWrites
+from actors.cache.limits import InstanceLimits
+from actors.cache.owned_index import OwnedIndex
+from actors.client import ApiError, KubeClient, TransportError
+from actors.client.concurrently import all_of
+from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
+from actors.interface import (
+    Condition,
+    KubeObject,
+    Phase,
+    Provider,
+    ReconcileContext,
+    Resource,
+    StatusReport,
+    ValidationFailed,
+    WaitFor,
+)
+from actors.observe.metrics import RuntimeMetrics
+from actors.observe.tracing import span
+from actors.queue.actor_system import Action
+from actors.reconcile import finalizer
+from actors.reconcile.versions import (
+    awaiting_provider,
+    effective_bundle,
+    resolve_versions,
+    version_problem,
+)
+from actors.status.connection_secret import connection_secret
+from actors.status.writer import StatusWriter
+
+log = structlog.get_logger("actors.reconcile.reconciler")
+tracer = trace.get_tracer("actors.reconcile.reconciler")
+
+COND_VALID = "Valid"
+COND_SYNCED = "Synced"
+# How often an Instance whose derived name is taken by a foreign object looks again (foreign
+# objects are not watched, so no event says when the name is free).
+NAME_CLASH_RETRY = 30.0
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    provider_name: str
+    field_manager: str
+    # The Instance annotation that, set to "true", opts in to taking fields another manager holds
+    # (server-side apply force). Off by default: we never take fields silently.
+    force_annotation: str
+    poll_not_ready: float | None = None
+    limits: InstanceLimits = field(default_factory=InstanceLimits)
+
+
+class InstanceReconciler:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        provider: Provider,
+        config: RuntimeConfig,
+        instances: Mapping[str, KubeObject],
+        providers: Mapping[str, KubeObject],
+        index: OwnedIndex,
+        applier: Applier,
+        status: StatusWriter,
+        available: Callable[[], frozenset[Resource]],
+        metrics: RuntimeMetrics,
+        rejected: Mapping[str, str] | None = None,
+        not_served: Callable[[Resource], None] = lambda resource: None,
+        instance_writes: InstanceWrites | None = None,
+    ) -> None:
+        self.client = client
+        self.provider = provider
+        self.config = config
+        self.instances = instances
+        self.providers = providers
+        self.index = index
+        self.applier = applier
+        self.status = status
+        self.available = available
+        self.metrics = metrics
+        # Instances kept only as a stub because they broke a bound on reading (key → why).
+        self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
+        self._not_served = not_served
+        # Our writes to an Instance's metadata (the finalizer), so that the store takes their watch
+        # events for what they are.
+        self._instance_writes = instance_writes if instance_writes is not None else InstanceWrites()
+
+
+    # -- entry point ----------------------------------------------------------------------
+
+    async def __call__(self, key: str) -> Action:
+        structlog.contextvars.bind_contextvars(instance=key)
+        try:
+            with span(tracer, "reconcile", {"instance": key}):
+                instance = self.instances.get(key)
+                if instance is None:
+                    self.metrics.reconciles.labels(result="gone").inc()
+                    return Action()
+                try:
+                    outcome = await self._reconcile(key, instance)  # a fresh copy: ours to modify
+                except TransportError as err:
+                    # The API server is unreachable (restarting, network): retry with backoff like
+                    # any failure, in one line; a traceback per Instance per retry would bury the
+                    # informers' "connection to API server lost", which says it all.
+                    log.warning("API server unreachable, will retry", error=str(err) or type(err).__name__)
+                    outcome = Action(failed=True)
+                except finalizer.Conflict:
+                    # Our copy was stale: the retry reads the newer one from the informer's cache.
+                    log.info("Instance changed under a conditional write, will retry")
+                    outcome = Action(failed=True)
+                result = "error" if outcome.failed else "success"
+                self.metrics.reconciles.labels(result=result).inc()
+                if outcome.failed:
+                    self.metrics.retries.inc()
+                return outcome
+        finally:
+            structlog.contextvars.unbind_contextvars("instance")
+
+    @contextmanager
+    def _step(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        with span(tracer, name):
+            try:
+                yield
+            finally:
+                self.metrics.step_seconds.labels(step=name).observe(time.perf_counter() - started)
+
+    def _context(self, instance: KubeObject) -> ReconcileContext:
+        return ReconcileContext(
+            instance=instance, client=self.client, available=self.available(), live=self._live(instance)
+        )
+
+    async def _reconcile(self, key: str, instance: KubeObject) -> Action:
+        meta = instance["metadata"]
+        ours = provider_name(instance) == self.config.provider_name
+        if meta.get("deletionTimestamp") or not ours:
+            return await self._release(key, instance, ours=ours)
+        labels = meta.get("labels") or {}
+        recheck = False
+        if not holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
+            patched, recheck = await self._add_finalizer(key, instance)
+            if patched is None:
+                return Action()  # gone meanwhile
+            instance = patched
+        outcome = await self._validate_and_sync(key, instance)
+        if recheck and not outcome.failed:
+            return Action(requeue_after=0.0)  # someone else wrote the Instance while we did: look again
+        return outcome
+
+    async def _add_finalizer(self, key: str, instance: KubeObject) -> tuple[KubeObject | None, bool]:
+        """Add our finalizer and label; the Instance as stored now (None: gone), and whether another
+        writer's change to it came in meanwhile. The pass goes on with what the patch returned:
+        its watch event is our own write and wakes no one, rather than costing a second pass, a
+        settle window and a slot wait before the first apply. Later writes (status) carry the
+        new resourceVersion."""
+        patched: KubeObject | None = None
+        self._instance_writes.begin(key)
+        try:
+            with self._step("finalizer"):
+                patched = await finalizer.add(
+                    self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
+                )
+        finally:
+            version = "" if patched is None else str(patched["metadata"].get("resourceVersion", ""))
+            recheck = self._instance_writes.finish(key, version)
+        return patched, recheck
+
+    async def _validate_and_sync(self, key: str, instance: KubeObject) -> Action:
+        with self._step("validate"):
+            problem = await self._problem(key, instance)
+        if problem is not None:
+            log.info("validation failed", reason=problem[:500])
+            await self.status.write(
+                instance,
+                StatusReport(Phase.FAILED, problem),
+                runtime=[Condition(COND_VALID, "False", "ValidationFailed", problem)],
+            )
+            # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
+            # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
+            # is retried with backoff, as the Go runtime does.
+            return Action(failed=awaiting_provider(instance, self.providers))
+        return await self._sync(instance)
+
+    async def _problem(self, key: str, instance: KubeObject) -> str | None:
+        """Why the Instance cannot be reconciled (bounds, version bundle, the provider's rules)."""
+        problem = (
+            self.rejected.get(key) or self.config.limits.problem(instance) or version_problem(instance, self.providers)
+        )
+        if problem is None:
+            try:
+                await self.provider.validate(self._context(instance))
+            except ValidationFailed as err:
+                problem = err.message
+        return problem
+
+    async def _sync(self, instance: KubeObject) -> Action:
+        meta = instance["metadata"]
+        bundle = effective_bundle(instance, self.providers)
+        ctx = self._context(resolve_versions(instance, self.providers, bundle))
+        valid = Condition(COND_VALID, "True", "Validated", "")
+        try:
+            with self._step("sync"):
+                desired = await self.provider.desired(ctx)
+                force = (meta.get("annotations") or {}).get(self.config.force_annotation) == "true"
+                synced = await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
+        except WaitFor as wait:
+            return Action(requeue_after=wait.seconds)
+        except ResourceNotServed as gone:
+            # Its CRD was removed after discovery: forget it until discovery sees it again, and run
+            # once more so the provider reports the missing kind in its own words.
+            log.warning("kind no longer served", resource=str(gone.resource))
+            self._not_served(gone.resource)
+            return Action(requeue_after=0.0)
+        except (ApplyConflict, NameClash, ApiError) as err:
+            return await self._sync_failed(instance, err, valid, bundle)
+
+        ctx.observed = synced.observed
+        with self._step("status"):
+            report = await self.provider.status(ctx)
+            secret, clash = await connection_secret(self.applier, ctx.instance, report.connection, synced)
+            await self.status.write(
+                instance,
+                report,
+                runtime=[valid, Condition(COND_SYNCED, "True", "Applied", "")],
+                bundle=bundle,
+                connection_secret=secret,
+                connection_problem=clash,
+                complete=True,
+            )
+        if synced.recheck:
+            return Action(requeue_after=0.0)  # someone else wrote an object while we did: look again
+        if report.requeue_after is not None:
+            return Action(requeue_after=report.requeue_after)
+        if report.phase != Phase.READY and self.config.poll_not_ready:
+            return Action(requeue_after=self.config.poll_not_ready)
+        return Action()
+
+    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Action:
+        """Say on status why the derived objects could not be written, and when to try again."""
+        if isinstance(err, ApplyConflict):
+            reason, message, phase = "ApplyConflict", f"apply conflict: {err}", Phase.FAILED
+        elif isinstance(err, NameClash):
+            reason, message, phase = "NameClash", str(err), Phase.FAILED
+        else:
+            reason, message, phase = "ApplyFailed", f"sync failed: {err}", Phase.PROVISIONING
+        log.warning("sync failed", reason=reason, error=str(err)[:500])
+        await self.status.write(
+            instance,
+            StatusReport(phase, message),
+            runtime=[valid, Condition(COND_SYNCED, "False", reason, str(err))],
+            bundle=bundle,
+            keep_phase=True,
+        )
+        if isinstance(err, NameClash):
+            return Action(requeue_after=NAME_CLASH_RETRY)
+        return Action(failed=True)
+
+    def _live(self, instance: KubeObject) -> Callable[[Resource, str], KubeObject | None]:
+        """Lookup of this Instance's derived objects in the watch index (unpacked on demand)."""
+        meta = instance["metadata"]
+        owner_key, uid = f"{meta['namespace']}/{meta['name']}", str(meta.get("uid", ""))
+
+        def live(resource: Resource, name: str) -> KubeObject | None:
+            ref = self.index.get(owner_key, resource, name)
+            return ref.object() if ref is not None and ref.owner_uid == uid else None
+
+        return live
+
+    # -- deletion, and an Instance handed to another provider -----------------------------
+
+    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Action:
+        """Delete every object we own, then take our finalizer off: on deletion, or when the
+        Instance's providerRef moved to another provider (whose finalizer it then is, once that
+        provider's runtime has put its own label on)."""
+        meta = instance["metadata"]
+        uid = str(meta.get("uid", ""))
+        if not holds_finalizer(instance) and not self.index.owned_by(key, uid):
+            return Action()
+        if ours:
+            await self.status.write(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
+        with self._step("cleanup"):
+            if ours:
+                try:
+                    await self.provider.cleanup(self._context(instance))
+                except WaitFor as wait:
+                    return Action(requeue_after=wait.seconds)
+            # What the API server deleted at once is gone: no need to wait for its watch event
+            # (the index drops it then) before taking our finalizer off. The deletes do not
+            # depend on each other: sent at once.
+            owned = self.index.owned_by(key, uid)
+            to_delete = [ref for ref in owned if not ref.deleting]
+            gone = await all_of([partial(self.applier.delete, ref) for ref in to_delete])
+            remaining = [ref for ref in owned if ref.deleting] + [
+                ref for ref, went in zip(to_delete, gone, strict=True) if not went
+            ]
+        if remaining:
+            # Deletions land as watch events that run us again; while an object is held (a
+            # foreign finalizer, say) we retry with backoff and keep our finalizer.
+            log.info("waiting for derived objects to go", remaining=[f"{r.kind}/{r.name}" for r in remaining])
+            return Action(failed=True)
+        if ours or (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.config.provider_name:
+            with self._step("finalizer"):
+                await finalizer.remove(
+                    self.client,
+                    instance,
+                    field_manager=self.config.field_manager,
+                    drop_label=None if ours else self.config.provider_name,
+                )
+            log.info("cleanup complete, finalizer removed" if ours else "released to another provider")
+        return Action()

@@ -1,0 +1,113 @@
+"""Writing Instance.status through the status subresource: only when it changed, and always in a
+form the API server takes.
+
+`compose_status` already bounds and sanitises what goes in; should the CRD still refuse the write
+(a schema we did not foresee), a minimal status (phase and a message saying why) is written
+instead of leaving an older, possibly contrary, status standing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+from opentelemetry import trace
+
+from actors.client import ApiError, KubeClient
+from actors.client.known_resources import CRDS, INSTANCES
+from actors.interface import Condition, KubeObject, Phase, StatusReport
+from actors.observe.tracing import span
+from actors.status.compose import bounded_message, compose_status
+
+log = structlog.get_logger("actors.status.compose")
+tracer = trace.get_tracer("actors.status.compose")
+
+_PHASES = frozenset(p.value for p in Phase)
+
+
+class StatusWriter:
+    def __init__(self, client: KubeClient, *, field_manager: str) -> None:
+        self.client = client
+        self.field_manager = field_manager
+        # Newer cores add non-secret connection details at status.connection; we write them only
+        # when the installed CRD declares the field (unknown fields would be pruned anyway).
+        self.status_connection_supported = False
+
+    async def start(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Learn what the installed Instance CRD's status supports, then report started."""
+        crd = await self.client.get(CRDS, None, f"{INSTANCES.plural}.{INSTANCES.group}")
+        self.status_connection_supported = crd is not None and _declares_status_connection(crd)
+        task_status.started()
+
+    async def write(
+        self,
+        instance: KubeObject,
+        report: StatusReport,
+        *,
+        runtime: list[Condition],
+        bundle: str | None = None,
+        connection_secret: str | None = None,
+        connection_problem: str | None = None,
+        keep_phase: bool = False,
+        complete: bool = False,
+    ) -> None:
+        current = instance.get("status") or {}
+        phase = report.phase
+        if keep_phase and current.get("phase") in _PHASES:
+            # A transient sync problem must not flip a serving Instance to another phase.
+            phase = Phase(current["phase"])
+        new = compose_status(
+            instance,
+            phase=phase,
+            message=report.message,
+            conditions=[*runtime, *report.conditions],
+            complete=complete,
+            version=bundle,
+            connection=report.connection,
+            connection_secret=connection_secret,
+            connection_problem=connection_problem,
+            status_connection_supported=self.status_connection_supported,
+        )
+        if new == current:
+            return
+        with span(tracer, "status-update"):
+            try:
+                await self._replace(instance, new)
+            except ApiError as err:
+                if err.status != 422:
+                    raise
+                log.error("status rejected by the API server, writing a minimal one", error=str(err)[:500])
+                why = f"{report.message} (the full status was rejected by the API server: {err})"
+                minimal = {k: v for k, v in current.items() if k != "conditions"}
+                await self._replace(instance, {**minimal, "phase": phase.value, "message": bounded_message(why)})
+
+    async def _replace(self, instance: KubeObject, status: dict[str, Any]) -> None:
+        meta = instance["metadata"]
+        body = {
+            "apiVersion": instance.get("apiVersion", INSTANCES.api_version),
+            "kind": INSTANCES.kind,
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "resourceVersion": meta["resourceVersion"],
+            },
+            "spec": instance.get("spec") or {},
+            "status": status,
+        }
+        try:
+            await self.client.replace(INSTANCES, body, subresource="status", field_manager=self.field_manager)
+        except ApiError as err:
+            if err.status in (404, 409):
+                # Our copy is stale; the newer version's watch event runs us again.
+                return
+            raise
+
+
+def _declares_status_connection(crd: KubeObject) -> bool:
+    for version in crd.get("spec", {}).get("versions", []):
+        if version.get("name") == INSTANCES.version:
+            status = version.get("schema", {}).get("openAPIV3Schema", {}).get("properties", {}).get("status", {})
+            return "connection" in status.get("properties", {})
+    return False

@@ -1,0 +1,152 @@
+"""Process-wide settings the provider chart passes as environment variables (kserve-behavior §1.6).
+
+Read once at startup by `ProviderSettings.from_env` and handed to the topology handlers, so the
+translation functions stay pure: they never look at `os.environ` themselves, and a test states the
+settings it runs with.
+
+Two deliberate departures from the Go provider, which compared strings to exactly `"true"`:
+
+- flags accept true/false/yes/no/1/0 in any case, and anything else is a startup error instead
+  of a silent "off";
+- `ENABLE_POD_MONITOR` defaults to on. The chart sets it from `metrics.podMonitor.enabled` (default
+  true) and the Instance-level `enableMetrics` defaults to on as well; a cluster without the
+  Prometheus Operator is handled by skipping the PodMonitor while its CRD is not served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from provider.rules.error_messages import first_error_message
+from provider.rules.pod_security import LEVELS, Level, PodPolicy
+
+# A Prometheus duration as the PodMonitor CRD accepts it (e.g. 30s, 1m30s).
+DURATION_PATTERN: Final = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+
+_TRUE: Final = frozenset({"true", "1", "yes", "on", "enabled"})
+_FALSE: Final = frozenset({"false", "0", "no", "off", "disabled"})
+
+
+class SettingsError(ValueError):
+    """A provider environment variable has a value the provider cannot use."""
+
+
+class ProviderSettings(BaseModel):
+    """Chart-level configuration of the provider process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hf_token_secret_name: str = Field(
+        default="",
+        description="Secret (key HF_TOKEN, in the Instance namespace) for gated Hugging Face models; "
+        "empty disables the per-Instance model-puller ServiceAccount.",
+    )
+    ai_gateway_enabled: bool = Field(default=False, description="The chart installed the Envoy AI Gateway.")
+    ai_gateway_name: str = Field(default="", description="Name of the shared Gateway.")
+    ai_gateway_namespace: str = Field(default="", description="Namespace of the shared Gateway.")
+    ai_gateway_scheme: Literal["http", "https"] = Field(default="http", description="Scheme of published gateway URLs.")
+    ai_gateway_port_override: int | None = Field(
+        default=None, ge=1, le=65535, description="Published gateway port; scheme default when unset."
+    )
+    ai_gateway_hostname: str = Field(
+        default="", description="Host published for the gateway instead of its address (TLS)."
+    )
+    ai_gateway_rate_limit_redis_url: str = Field(
+        default="", description="Envoy Gateway's rate-limit Redis; token quotas are enforced only with it."
+    )
+    enable_pod_monitor: bool = Field(default=True, description="Create per-Instance PodMonitors.")
+    pod_monitor_interval: str = Field(
+        default="30s", pattern=DURATION_PATTERN, description="PodMonitor scrape interval."
+    )
+    pod_security_default: Level = Field(
+        default="restricted",
+        description="Pod Security Standard applied to an Instance's pod settings where its namespace has no "
+        f"pod-security.kubernetes.io/enforce label ({', '.join(LEVELS)}).",
+    )
+    pod_security_allow_service_account: bool = Field(
+        default=False, description="Instances may choose their pods' ServiceAccount (inline config)."
+    )
+    pod_security_allow_secret_references: bool = Field(
+        default=False, description="Instances may reference Secrets in their pods (inline config)."
+    )
+
+    # Field name -> environment variable.
+    ENV: ClassVar[Mapping[str, str]] = {
+        "hf_token_secret_name": "HF_TOKEN_SECRET_NAME",
+        "ai_gateway_enabled": "AI_GATEWAY_ENABLED",
+        "ai_gateway_name": "AI_GATEWAY_NAME",
+        "ai_gateway_namespace": "AI_GATEWAY_NAMESPACE",
+        "ai_gateway_scheme": "AI_GATEWAY_SCHEME",
+        "ai_gateway_port_override": "AI_GATEWAY_PORT",
+        "ai_gateway_hostname": "AI_GATEWAY_HOSTNAME",
+        "ai_gateway_rate_limit_redis_url": "AI_GATEWAY_RATE_LIMIT_REDIS_URL",
+        "enable_pod_monitor": "ENABLE_POD_MONITOR",
+        "pod_monitor_interval": "POD_MONITOR_INTERVAL",
+        "pod_security_default": "POD_SECURITY_DEFAULT_LEVEL",
+        "pod_security_allow_service_account": "POD_SECURITY_ALLOW_SERVICE_ACCOUNT",
+        "pod_security_allow_secret_references": "POD_SECURITY_ALLOW_SECRET_REFERENCES",
+    }
+    _FLAGS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "ai_gateway_enabled",
+            "enable_pod_monitor",
+            "pod_security_allow_service_account",
+            "pod_security_allow_secret_references",
+        }
+    )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ProviderSettings:
+        """Settings from `environ`; unset or empty variables keep their defaults.
+
+        Raises SettingsError naming the variable, e.g. `AI_GATEWAY_PORT: Input should be a valid
+        integer, unable to parse string as an integer`.
+        """
+        values: dict[str, object] = {}
+        for field, var in cls.ENV.items():
+            raw = environ.get(var, "").strip()
+            if not raw:
+                continue
+            if field in cls._FLAGS:
+                values[field] = _flag(var, raw)
+            elif field == "ai_gateway_scheme":
+                values[field] = raw.lower()
+            else:
+                values[field] = raw
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            message = first_error_message("", exc)
+            field = str(exc.errors(include_url=False)[0]["loc"][0])
+            raise SettingsError(message.replace(field, cls.ENV.get(field, field), 1)) from None
+
+    @property
+    def ai_gateway_port(self) -> int:
+        if self.ai_gateway_port_override is not None:
+            return self.ai_gateway_port_override
+        return 443 if self.ai_gateway_scheme == "https" else 80
+
+    def pod_policy(self, level: Level | None = None) -> PodPolicy:
+        """The policy for an Instance in a namespace enforcing `level` (None: no label there)."""
+        return PodPolicy(
+            level=level or self.pod_security_default,
+            allow_service_account=self.pod_security_allow_service_account,
+            allow_secret_references=self.pod_security_allow_secret_references,
+        )
+
+    @property
+    def ai_gateway_configured(self) -> bool:
+        """The chart told us which Gateway to attach routes to."""
+        return bool(self.ai_gateway_name and self.ai_gateway_namespace)
+
+
+def _flag(var: str, raw: str) -> bool:
+    text = raw.lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise SettingsError(f'{var}: invalid boolean value "{raw}" (use true or false)')

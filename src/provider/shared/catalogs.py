@@ -1,0 +1,69 @@
+"""The chart's LoRA adapter catalog (`LORA_ADAPTER_CATALOG`, a JSON list of {label, name, uri}).
+
+The Go provider's rules are kept: entries without a name or uri are skipped and a later entry with
+the same name replaces an earlier one. Unlike Go, a malformed catalog is not silently empty:
+`parse_lora_catalog` raises CatalogError. Used by the LoRA catalog actor (provider.shared.catalog_actors,
+which keeps the last good catalog on error) and by `provider-kserve render --lora-catalog`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from provider.rules.error_messages import first_error_message
+from provider.topologies.protocol import Catalogs, LoraAdapter
+
+LORA_CATALOG_ENV: Final = "LORA_ADAPTER_CATALOG"
+
+
+class CatalogError(ValueError):
+    """The catalog text is not a JSON list of {label, name, uri} objects."""
+
+
+class _Entry(BaseModel):
+    # Unknown keys are tolerated: the chart value may carry UI-only fields.
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    label: str = ""
+    name: str = ""
+    uri: str = ""
+
+
+class _Catalog(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    entries: list[_Entry]
+
+
+def parse_lora_catalog(text: str) -> tuple[LoraAdapter, ...]:
+    """The adapters of a catalog document, in first-seen order, last entry per name winning."""
+    if not text.strip():
+        return ()
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"LoRA catalog is not valid JSON: {exc}") from None
+    try:
+        catalog = _Catalog.model_validate({"entries": raw})
+    except ValidationError as exc:
+        # loc is ("entries", index, field): show it as `entry 2.uri` rather than our wrapper's name.
+        where = first_error_message("", exc).removeprefix("entries")
+        raise CatalogError(f"LoRA catalog{' entry ' + where[1:] if where.startswith('.') else where}") from None
+    by_name: dict[str, LoraAdapter] = {}
+    for entry in catalog.entries:
+        name, uri = entry.name.strip(), entry.uri.strip()
+        if name and uri:
+            by_name[name] = LoraAdapter(label=entry.label or name, name=name, uri=uri)
+    return tuple(by_name.values())
+
+
+def lora_catalog_from(path: str | None, environ: Mapping[str, str]) -> Catalogs:
+    """The LoRA catalog a one-shot CLI command uses: the `--lora-catalog` file, else the
+    environment's `LORA_ADAPTER_CATALOG`. Raises OSError or CatalogError."""
+    text = Path(path).read_text(encoding="utf-8") if path else environ.get(LORA_CATALOG_ENV, "")
+    return Catalogs(lora_adapters=parse_lora_catalog(text))

@@ -1,0 +1,192 @@
+"""The LLMInferenceService `<instance>` and the inline config `<instance>-config` (serving.kserve.io/v1alpha2).
+
+KServe merges an LLMInferenceService from its presets, then `spec.baseRefs` left to right, then the
+service's own spec last. So everything the Instance states structurally (model, replicas,
+parallelism, resources, …) wins over any config, and the order of baseRefs decides between configs:
+
+1. `kserve-config-llm-cpu` (chart preset) for computeProfile cpu;
+2. `kserve-config-llm-scheduler` when KServe's scheduler is needed (gateway routing or AI Gateway);
+3. `kserve-config-llm-router-route` for enableGatewayRouting only: with the AI Gateway alone the
+   AIGatewayRoute targets the InferencePool directly and KServe must create no HTTPRoute;
+4. the user's `baseRefs`, in order;
+5. `<instance>-config`, the inline config, last.
+
+Ownership metadata is left out: the runtime stamps it (actors.contract.stamp).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from actors import LABEL_PROVIDER, KubeObject
+from provider.model import kinds, names
+from provider.model.settings import ProviderSettings
+from provider.topologies.llm.inputs import COMPONENT, LlmInputs
+from provider.topologies.llm.serviceaccount import hf_token_attached
+
+MAIN_CONTAINER: Final = "main"
+
+CPU_PRESET: Final = "kserve-config-llm-cpu"
+SCHEDULER_PRESET: Final = "kserve-config-llm-scheduler"
+ROUTER_ROUTE_PRESET: Final = "kserve-config-llm-router-route"
+
+KV_CACHE_ENV: Final = "VLLM_CPU_KVCACHE_SPACE"
+OTLP_ENDPOINT_ENV: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+# Pod labels the OpenEverest runtime counts component pods by (contract.md §6).
+LABEL_INSTANCE: Final = "core.openeverest.io/instance"
+LABEL_COMPONENT: Final = "core.openeverest.io/component"
+# Informational: which version bundle / component version produced this object.
+ANNOTATION_VERSION: Final = "core.openeverest.io/version"
+ANNOTATION_COMPONENT_VERSION: Final = "core.openeverest.io/component-version"
+
+
+def base_refs(inputs: LlmInputs) -> list[str]:
+    refs: list[str] = []
+    if inputs.engine.cpu:
+        refs.append(CPU_PRESET)
+    if inputs.topology.gateway_routing():
+        refs.append(SCHEDULER_PRESET)
+    if inputs.topology.enable_gateway_routing:
+        refs.append(ROUTER_ROUTE_PRESET)
+    refs.extend(inputs.engine.base_refs)
+    if inputs.engine.config_spec() is not None:
+        refs.append(names.config_name(inputs.name))
+    return refs
+
+
+def pod_labels(inputs: LlmInputs) -> dict[str, str]:
+    """`spec.labels`: KServe copies them onto the workload pods (and its workload Service)."""
+    return {
+        LABEL_INSTANCE: inputs.name,
+        LABEL_COMPONENT: COMPONENT,
+        LABEL_PROVIDER: names.PROVIDER_NAME,
+    }
+
+
+def main_container(inputs: LlmInputs) -> dict[str, Any] | None:
+    """Our overrides of the preset's `main` container, or None when there are none."""
+    container: dict[str, Any] = {}
+    if inputs.image:
+        container["image"] = inputs.image
+    if inputs.resources:
+        container["resources"] = inputs.resources
+    env: list[dict[str, str]] = []
+    if (kv_cache := inputs.engine.kv_cache_space) is not None:
+        env.append({"name": KV_CACHE_ENV, "value": str(kv_cache)})
+    if inputs.topology.enable_tracing and inputs.topology.tracing_endpoint:
+        # vLLM's OpenTelemetry exporter reads the standard variable.
+        env.append({"name": OTLP_ENDPOINT_ENV, "value": inputs.topology.tracing_endpoint})
+    if env:
+        container["env"] = env
+    return {"name": MAIN_CONTAINER, **container} if container else None
+
+
+def pod_template(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | None:
+    template: dict[str, Any] = {}
+    if hf_token_attached(inputs, settings):
+        template["serviceAccountName"] = names.model_puller_name(inputs.name)
+    container = main_container(inputs)
+    if container is not None:
+        template["containers"] = [container]
+    return template or None
+
+
+def parallelism(inputs: LlmInputs) -> dict[str, Any] | None:
+    engine = inputs.engine
+    out: dict[str, Any] = {}
+    if engine.tensor_parallel_size is not None:
+        out["tensor"] = engine.tensor_parallel_size
+    if engine.pipeline_parallel_size is not None:
+        out["pipeline"] = engine.pipeline_parallel_size
+    if engine.data_parallel is not None:
+        # Single-node layout (no worker pods): all data-parallel ranks are local to the pod.
+        out["data"] = engine.data_parallel
+        out["dataLocal"] = engine.data_parallel
+    if engine.expert_parallel is not None:
+        out["expert"] = engine.expert_parallel
+    return out or None
+
+
+def model(inputs: LlmInputs) -> dict[str, Any]:
+    out: dict[str, Any] = {"uri": inputs.engine.model_uri, "name": inputs.served_model_name}
+    if inputs.adapters:
+        lora: dict[str, Any] = {"adapters": [{"name": a.name, "uri": a.uri} for a in inputs.adapters]}
+        limits = inputs.engine.lora
+        if limits is not None:
+            for key, value in (
+                ("maxRank", limits.max_rank),
+                ("maxAdapters", limits.max_adapters),
+                ("maxCpuAdapters", limits.max_cpu_adapters),
+            ):
+                if value is not None:
+                    lora[key] = value
+        out["lora"] = lora
+    return out
+
+
+def prefill(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | None:
+    if not inputs.topology.enable_prefill:
+        return None
+    out: dict[str, Any] = {}
+    if inputs.topology.prefill_replicas is not None:
+        out["replicas"] = inputs.topology.prefill_replicas
+    # Prefill pods run the same model with the same limits and credentials, and count as llmEngine.
+    out["labels"] = pod_labels(inputs)
+    template = pod_template(inputs, settings)
+    if template is not None:
+        out["template"] = template
+    return out
+
+
+def tracing(inputs: LlmInputs) -> dict[str, Any] | None:
+    """`{}` turns on KServe's tracing preset; an endpoint overrides the preset's collector."""
+    if not inputs.topology.enable_tracing:
+        return None
+    endpoint = inputs.topology.tracing_endpoint
+    return {"exporterEndpoint": endpoint} if endpoint else {}
+
+
+def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> KubeObject:
+    engine = inputs.engine
+    spec: dict[str, Any] = {"model": model(inputs)}
+    if inputs.replicas is not None:
+        spec["replicas"] = inputs.replicas
+    if (par := parallelism(inputs)) is not None:
+        spec["parallelism"] = par
+    spec["labels"] = pod_labels(inputs)
+    if (template := pod_template(inputs, settings)) is not None:
+        spec["template"] = template
+    if refs := base_refs(inputs):
+        spec["baseRefs"] = [{"name": ref} for ref in refs]
+    if engine.disable_storage_initializer is not None:
+        spec["storageInitializer"] = {"enabled": not engine.disable_storage_initializer}
+    if (pre := prefill(inputs, settings)) is not None:
+        spec["prefill"] = pre
+    if (trace := tracing(inputs)) is not None:
+        spec["tracing"] = trace
+
+    metadata: dict[str, Any] = {"name": inputs.name}
+    versions = ((ANNOTATION_VERSION, inputs.version_bundle), (ANNOTATION_COMPONENT_VERSION, inputs.component_version))
+    annotations = {key: value for key, value in versions if value}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": kinds.LLM_INFERENCE_SERVICE.api_version,
+        "kind": kinds.LLM_INFERENCE_SERVICE.kind,
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def llm_config(inputs: LlmInputs) -> KubeObject | None:
+    """The inline config as the Instance-owned LLMInferenceServiceConfig `<instance>-config`."""
+    body = inputs.engine.config_spec()
+    if body is None:
+        return None
+    return {
+        "apiVersion": kinds.LLM_INFERENCE_SERVICE_CONFIG.api_version,
+        "kind": kinds.LLM_INFERENCE_SERVICE_CONFIG.kind,
+        "metadata": {"name": names.config_name(inputs.name)},
+        "spec": body,
+    }

@@ -1,0 +1,49 @@
+"""`PredictorTopology`: the `predictor` topology as a `provider.topologies.protocol.TopologyHandler`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from actors import KubeObject, Phase, Resource, StatusReport
+from provider.model.instance import Instance
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.model.settings import ProviderSettings
+from provider.rules.pod_security import PodPolicy
+from provider.topologies.predictor.status import predictor_status
+from provider.topologies.predictor.translate import inference_service
+from provider.topologies.predictor.validation import validate_predictor
+from provider.topologies.protocol import Catalogs, Observed, StatusInputs
+
+
+class PredictorTopology:
+    """One InferenceService per Instance; no catalogs, no optional kinds, no outside inputs.
+
+    Takes the chart settings like every registered topology (`provider.topologies.registry`), though no
+    setting changes what a predictor Instance becomes.
+    """
+
+    name: str = "predictor"
+
+    def __init__(self, settings: ProviderSettings | None = None) -> None:
+        self.settings = settings
+
+    def resources(self) -> Sequence[Resource]:
+        return (INFERENCE_SERVICE,)
+
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
+        # A predictor passes no pod settings through, so the Pod Security policy has nothing to check.
+        validate_predictor(instance)
+
+    def desired(
+        self,
+        instance: Instance,
+        catalogs: Catalogs,
+        available: frozenset[Resource],
+        policy: PodPolicy | None = None,
+    ) -> list[KubeObject]:
+        # Validated again: desired() must be safe to call on its own (e.g. by `render`).
+        return [inference_service(instance, validate_predictor(instance))]
+
+    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
+        isvc = observed.get((INFERENCE_SERVICE, instance.metadata.name))
+        return predictor_status(isvc, was_ready=instance.status.get("phase") == Phase.READY.value)

@@ -1,0 +1,131 @@
+"""Validation of a `predictor` Instance: ordered rules, first failure wins, exact messages.
+
+Order and texts follow the Go provider (kserve-behavior §1.5) where it has a rule:
+
+1. `the "predictor" component is required for the "predictor" topology`
+2. `predictor.parameters.modelFormat is required`
+3. `predictor.parameters.storageURI is required`
+4. `predictor.parameters.minReplicas must not be negative` (and the same for maxReplicas)
+
+then the rules the Go provider lacked (its decode errors were swallowed, §10.14/§10.18):
+
+5. types, unknown keys and name formats, from the strict `PredictorParameters` model, e.g.
+   `predictor.parameters.minReplicas: Input should be a valid integer`
+6. `predictor replicas must not be negative`
+7. `predictor.parameters.maxReplicas (2) must be greater than or equal to minReplicas (3)`
+8. the component `resources`, e.g. `predictor.resources.limits.cpu: 'abc' is not a valid quantity …`
+
+Parameter keys are matched case-insensitively (`storageUri` fills `storageURI`), as Go's JSON
+decoder did: KServe itself spells the field `storageUri`, and Instances written for the Go
+provider must keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from actors import ValidationFailed
+from provider.model.instance import ComponentSpec, Instance
+from provider.rules.error_messages import first_error_message
+from provider.rules.fields import URI_MAX, check_int32, check_length, check_text
+
+# The component-resources rules are the llm topology's (same messages, same limit → request
+# mirroring): one implementation for both components.
+from provider.rules.resource_requirements import container_resources
+from provider.topologies.predictor.params import PredictorParameters
+
+COMPONENT = "predictor"
+PARAMS_PREFIX = "predictor.parameters"
+
+_WIRE_NAMES = {
+    (field.alias or name).lower(): field.alias or name for name, field in PredictorParameters.model_fields.items()
+}
+
+
+@dataclass(frozen=True)
+class PredictorInputs:
+    """Everything translation needs, already validated."""
+
+    params: PredictorParameters
+    # Component `replicas`; a fallback for minReplicas.
+    replicas: int | None
+    # Model container resources, limits mirrored into requests; {} when unset.
+    resources: dict[str, Any]
+
+    @property
+    def min_replicas(self) -> int | None:
+        return self.params.min_replicas if self.params.min_replicas is not None else self.replicas
+
+    @property
+    def max_replicas(self) -> int | None:
+        # 0 means "unset", as in the Go provider (an omitempty int32).
+        return self.params.max_replicas or None
+
+
+def predictor_component(instance: Instance) -> ComponentSpec:
+    component = instance.spec.components.get(COMPONENT)
+    if component is None:
+        raise ValidationFailed(f'the "{COMPONENT}" component is required for the "predictor" topology')
+    return component
+
+
+def canonical_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Wire names for case variants (`storageUri` → `storageURI`); `null` values dropped (unset)."""
+    out: dict[str, Any] = {}
+    written_as: dict[str, str] = {}
+    for key, value in raw.items():
+        if value is None:
+            continue
+        wire = _WIRE_NAMES.get(key.lower(), key)
+        if wire in written_as:
+            raise ValidationFailed(f"{PARAMS_PREFIX}.{written_as[wire]} and {key} set the same parameter; keep one")
+        written_as[wire] = key
+        out[wire] = value
+    return out
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _negative(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
+
+
+def parse_parameters(raw: Mapping[str, Any]) -> PredictorParameters:
+    params = canonical_keys(raw)
+    for required in ("modelFormat", "storageURI"):
+        if _blank(params.get(required)):
+            raise ValidationFailed(f"{PARAMS_PREFIX}.{required} is required")
+    if isinstance(params["storageURI"], str):
+        check_length(params["storageURI"], f"{PARAMS_PREFIX}.storageURI", URI_MAX)
+    for count in ("minReplicas", "maxReplicas"):
+        if _negative(params.get(count)):
+            raise ValidationFailed(f"{PARAMS_PREFIX}.{count} must not be negative")
+    try:
+        parsed = PredictorParameters.model_validate(params)
+    except ValidationError as exc:
+        raise ValidationFailed(first_error_message(PARAMS_PREFIX, exc)) from None
+    check_text(parsed.storage_uri, f"{PARAMS_PREFIX}.storageURI")
+    return parsed
+
+
+def validate_predictor(instance: Instance) -> PredictorInputs:
+    """All rules in order; the inputs for translation, or ValidationFailed with the first failure."""
+    component = predictor_component(instance)
+    params = parse_parameters(component.parameters)
+    replicas = component.replicas
+    if replicas is not None and replicas < 0:
+        raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
+    check_int32(replicas, f"{COMPONENT}.replicas")
+    inputs = PredictorInputs(params=params, replicas=replicas, resources={})
+    low, high = inputs.min_replicas, inputs.max_replicas
+    if low is not None and high is not None and high < low:
+        bound = "minReplicas" if params.min_replicas is not None else f"{COMPONENT} replicas"
+        raise ValidationFailed(f"{PARAMS_PREFIX}.maxReplicas ({high}) must be greater than or equal to {bound} ({low})")
+    # Resources last, as the Go provider had no rule for them.
+    return replace(inputs, resources=container_resources(component.resources, prefix=f"{COMPONENT}.resources"))
