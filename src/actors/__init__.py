@@ -12,123 +12,65 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the same names as _MODULES, for type checkers (`X as X`: re-exported)
-    from actors.apply.conflicts import ApplyConflict as ApplyConflict
-    from actors.apply.conflicts import NameClash as NameClash
-    from actors.cache.informer import Informer as Informer
+if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-exported)
+    from actors.apply.conflicts import ApplyConflict as ApplyConflict, NameClash as NameClash
     from actors.cache.informer import StartupFailed as StartupFailed
     from actors.cache.limits import InstanceLimits as InstanceLimits
     from actors.client import (
         ApiError as ApiError,
-    )
-    from actors.client import (
         KubeClient as KubeClient,
-    )
-    from actors.client import (
         KubeError as KubeError,
-    )
-    from actors.client import (
         RequestTimeout as RequestTimeout,
-    )
-    from actors.client import (
         TransportError as TransportError,
     )
     from actors.client.known_resources import (
         CRDS as CRDS,
-    )
-    from actors.client.known_resources import (
         INSTANCES as INSTANCES,
-    )
-    from actors.client.known_resources import (
         PROVIDERS as PROVIDERS,
-    )
-    from actors.client.known_resources import (
         SECRETS as SECRETS,
     )
     from actors.contract import (
         LABEL_PROVIDER as LABEL_PROVIDER,
-    )
-    from actors.contract import (
         inventory_selector as inventory_selector,
-    )
-    from actors.contract import (
         is_owned_by as is_owned_by,
-    )
-    from actors.contract import (
         ownership_labels as ownership_labels,
-    )
-    from actors.contract import (
         stamp as stamp,
     )
     from actors.interface import (
         Condition as Condition,
-    )
-    from actors.interface import (
         ConnectionDetails as ConnectionDetails,
-    )
-    from actors.interface import (
         KubeObject as KubeObject,
-    )
-    from actors.interface import (
         ObjectKey as ObjectKey,
-    )
-    from actors.interface import (
         Phase as Phase,
-    )
-    from actors.interface import (
         Provider as Provider,
-    )
-    from actors.interface import (
         ReconcileContext as ReconcileContext,
-    )
-    from actors.interface import (
         Resource as Resource,
-    )
-    from actors.interface import (
         StatusReport as StatusReport,
-    )
-    from actors.interface import (
         ValidationFailed as ValidationFailed,
-    )
-    from actors.interface import (
         WaitFor as WaitFor,
     )
     from actors.manager.manager import Manager as Manager
-    from actors.manager.manager import ManagerOptions as ManagerOptions
+    from actors.manager.options import ManagerOptions as ManagerOptions
     from actors.manager.shared import (
         SharedActor as SharedActor,
-    )
-    from actors.manager.shared import (
         SharedActors as SharedActors,
-    )
-    from actors.manager.shared import (
+        SharedContext as SharedContext,
         Wake as Wake,
-    )
-    from actors.manager.shared import (
         wake_nobody as wake_nobody,
     )
     from actors.observe.garbage_collector import (
         collect_young_less_often as collect_young_less_often,
-    )
-    from actors.observe.garbage_collector import (
         freeze_startup_objects as freeze_startup_objects,
-    )
-    from actors.observe.garbage_collector import (
         observe_collections as observe_collections,
     )
     from actors.observe.logs import configure_logging as configure_logging
     from actors.observe.memory import keep_large_buffers_unmapped as keep_large_buffers_unmapped
     from actors.observe.metrics import RuntimeMetrics as RuntimeMetrics
     from actors.observe.tracing import configure_tracing as configure_tracing
-    from actors.queue.actor_system import Action as Action
-    from actors.queue.actor_system import ActorSystem as ActorSystem
+    from actors.queue.actor_system import Action as Action, ActorSystem as ActorSystem
     from actors.reconcile.versions import (
         effective_bundle as effective_bundle,
-    )
-    from actors.reconcile.versions import (
         resolve_versions as resolve_versions,
-    )
-    from actors.reconcile.versions import (
         version_problem as version_problem,
     )
     from actors.serve.endpoints import Endpoints as Endpoints
@@ -156,9 +98,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "actors.client": ("ApiError", "KubeClient", "KubeError", "RequestTimeout", "TransportError"),
     "actors.client.known_resources": ("CRDS", "INSTANCES", "PROVIDERS", "SECRETS"),
     # Running a provider.
-    "actors.manager.manager": ("Manager", "ManagerOptions"),
-    "actors.manager.shared": ("SharedActor", "SharedActors", "Wake", "wake_nobody"),
-    "actors.cache.informer": ("Informer", "StartupFailed"),
+    "actors.manager.manager": ("Manager",),
+    "actors.manager.options": ("ManagerOptions",),
+    "actors.manager.shared": ("SharedActor", "SharedActors", "SharedContext", "Wake", "wake_nobody"),
+    "actors.cache.informer": ("StartupFailed",),
     "actors.cache.limits": ("InstanceLimits",),
     "actors.queue.actor_system": ("Action", "ActorSystem"),
     "actors.serve.endpoints": ("Endpoints",),

@@ -225,7 +225,7 @@ class KServeProvider:
         try:
             await ctx.client.patch(LLM_INFERENCE_SERVICE_CONFIG, meta["namespace"], meta["name"], touch)
         except ApiError as err:
-            if err.status != 404:
+            if not err.not_found:
                 raise
 
     async def _node_addresses(self, ctx: ReconcileContext) -> list[str]:

@@ -15,6 +15,7 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER
 from actors.interface import KubeObject
+from actors.manager.options import ManagerOptions
 from provider.model.names import FORCE_OWNERSHIP_ANNOTATION
 from tests.support.null_provider import CONFIGMAPS, NullProvider, instance
 from tests.support.runtime import idle, running_manager, until, wait_for
@@ -259,7 +260,12 @@ async def test_forced_410_relists_and_loses_no_update(controlplane: Any, kube: K
     for name in ("a", "b", "c"):
         await kube.create(CONFIGMAPS, {"metadata": {"name": name, "namespace": namespace}, "data": {"v": "1"}})
     informer: Informer[KubeObject] = Informer(
-        kube, CONFIGMAPS, namespace=namespace, transform=lambda o: o, on_change=on_change
+        kube,
+        CONFIGMAPS,
+        namespace=namespace,
+        transform=lambda o: o,
+        on_change=on_change,
+        settings=ManagerOptions().watch_settings(),
     )
     _, stale_rv = await kube.list_all(CONFIGMAPS, namespace)
     # Changes made after the resourceVersion we will watch from, then compacted away.

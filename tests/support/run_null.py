@@ -8,7 +8,8 @@ import sys
 import anyio
 
 from actors.client import KubeClient
-from actors.manager.manager import Manager, ManagerOptions
+from actors.manager.manager import Manager
+from actors.manager.options import ManagerOptions
 from actors.observe.logs import configure_logging
 from actors.serve.endpoints import Endpoints
 from tests.support.null_provider import NullProvider

@@ -12,7 +12,8 @@ import anyio
 
 from actors.client import KubeClient
 from actors.interface import Provider
-from actors.manager.manager import Manager, ManagerOptions
+from actors.manager.manager import Manager
+from actors.manager.options import ManagerOptions
 from actors.manager.shared import SharedActors
 from actors.queue.actor_system import ActorSystem
 from actors.serve.endpoints import Endpoints

@@ -14,8 +14,7 @@ from pydantic import BaseModel
 
 from controlplane import crds_dir
 from provider.commands import generate as generate_command
-from provider.tools import generation as generate
-from provider.tools import rbac
+from provider.tools import generation as generate, rbac
 from provider.tools.openapi_schema import openapi_v3
 from tests.support.structural_schema import structural_errors
 

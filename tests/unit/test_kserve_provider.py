@@ -10,7 +10,8 @@ import pytest
 
 from actors.client import ApiError, KubeClient
 from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
-from actors.manager.shared import wake_nobody
+from actors.manager.options import ManagerOptions
+from actors.manager.shared import SharedContext, informer_watch, wake_nobody
 from provider.kserve import KServeProvider, build_provider, node_addresses
 from provider.model import kinds
 from provider.model.instance import Instance
@@ -294,10 +295,14 @@ async def test_build_provider_asks_the_shared_actors() -> None:
         client=FakeClient(),  # type: ignore[arg-type]
     )
     assert shared.find(AIGatewayActor) is not None
+    options = ManagerOptions()
+    context = SharedContext(
+        wake=wake_nobody, watch=informer_watch(FakeClient(), options.watch_settings(), options.shared_sync_timeout)  # type: ignore[arg-type]
+    )
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             for actor in (shared.get(ModelCatalogActor), shared.get(LoraCatalogActor), shared.get(AIGatewayActor)):
-                tg.start_soon(actor.run, wake_nobody)
+                tg.start_soon(actor.run, context)
             assert kserve.catalogs().adapter("sql") is not None
             assert kserve._gateway_base_url is not None
             assert kserve._gateway_base_url() is None  # no Gateway address seen yet

@@ -8,8 +8,7 @@ import re
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from provider.rules.quantity import MAX_LENGTH, QUANTITY_PATTERN, QuantityError, canonical_quantity
 

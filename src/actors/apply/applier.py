@@ -42,7 +42,7 @@ from actors.apply.conflicts import (
     owner_in_words,
     parse_conflicts,
 )
-from actors.apply.write_ledger import ObjectId, OwnWrites
+from actors.apply.write_ledger import ObjectId, WriteLedger
 from actors.cache.owned_index import OwnedIndex, OwnedRef
 from actors.client import ApiError, KubeClient
 from actors.client.concurrently import all_of
@@ -89,7 +89,7 @@ class Applier:
         self,
         client: KubeClient,
         index: OwnedIndex,
-        writes: OwnWrites,
+        writes: WriteLedger,
         *,
         field_manager: str,
         provider_name: str,
@@ -246,7 +246,7 @@ class Applier:
         try:
             return await self.client.apply(resource, stamped, field_manager=self.field_manager, force=force)
         except ApiError as err:
-            if err.status != 409:
+            if not err.conflict:
                 raise
             conflicts = parse_conflicts(err)
             if force or not conflicts or not all(c.hand_edit for c in conflicts):
@@ -271,7 +271,7 @@ class Applier:
             try:
                 answer = await self.client.delete_object(ref.resource, ref.namespace, ref.name, uid=ref.uid)
             except ApiError as err:
-                if err.status == 409:
+                if err.conflict:
                     log.warning("not deleting a namesake of our object", kind=ref.kind, name=ref.name)
                     return False
                 raise

@@ -78,7 +78,7 @@ def owner_in_words(obj: KubeObject) -> str:
 def not_served(err: ApiError) -> bool:
     """A write answered 404 without a Status: the whole resource is gone (the API server's `404 page
     not found`), not the object or its namespace."""
-    return err.status == 404 and not err.body
+    return err.not_found and not err.body
 
 
 def parse_conflicts(err: ApiError) -> list[FieldConflict]:

@@ -11,9 +11,9 @@ change handler cannot cope with is logged (once per version) and skipped, and th
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import anyio
 import structlog
@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import KubeObject, Resource
+from actors.queue.ratelimit import Backoff
 
 log = structlog.get_logger("actors.cache.informer")
 
@@ -35,6 +36,18 @@ def object_key(obj: KubeObject) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
+@dataclass(frozen=True)
+class WatchSettings:
+    """How an informer lists and watches (the Manager's options build it)."""
+
+    # The server ends each watch request after this many seconds; the informer watches again.
+    timeout_seconds: int
+    # After a failed list or watch.
+    backoff: Backoff
+    # Objects per list page.
+    page_size: int
+
+
 class Informer(Generic[T]):
     def __init__(
         self,
@@ -43,11 +56,9 @@ class Informer(Generic[T]):
         *,
         transform: Callable[[KubeObject], T],
         on_change: ChangeHandler[T],
+        settings: WatchSettings,
         namespace: str | None = None,
         label_selector: str | None = None,
-        watch_timeout: int = 300,
-        max_backoff: float = 30.0,
-        page_size: int = 500,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -59,14 +70,12 @@ class Informer(Generic[T]):
         self._transform = transform
         self._on_change = on_change
         self._rv: str | None = None
-        self._watch_timeout = watch_timeout
-        self._page_size = page_size
-        self._max_backoff = max_backoff
+        self._settings = settings
         self._log = log.bind(resource=str(resource), namespace=namespace or "*")
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """List, then watch, until cancelled; reports started once the first list is in the store."""
-        backoff = 0.2
+        failures = 0
         started = False
         while True:
             try:
@@ -76,31 +85,33 @@ class Informer(Generic[T]):
                     started = True
                     task_status.started()
                 await self._watch()
-                backoff = 0.2
+                failures = 0
+                continue
             except ApiError as err:
-                if err.status == 410:
+                if err.gone:
                     # Our resourceVersion was compacted away: start over from a fresh list.
                     self._log.info("watch expired, relisting", rv=self._rv)
                     self._rv = None
                     continue
-                self._log.warning("list/watch failed", error=str(err), retry_in=backoff)
-                await anyio.sleep(backoff * (1 + random.random() / 2))
-                backoff = min(self._max_backoff, backoff * 2)
+                delay = self._settings.backoff.delay(failures)
+                self._log.warning("list/watch failed", error=str(err), retry_in=round(delay, 3))
             except (TransportError, ValueError) as err:
-                self._log.warning("connection to API server lost", error=repr(err), retry_in=backoff)
-                await anyio.sleep(backoff * (1 + random.random() / 2))
-                backoff = min(self._max_backoff, backoff * 2)
+                delay = self._settings.backoff.delay(failures)
+                self._log.warning("connection to API server lost", error=repr(err), retry_in=round(delay, 3))
             except Exception as err:
                 # A defect, or a response no one foresaw: start over from a fresh list rather than
                 # take the process (and every other Instance) down with this informer.
-                self._log.error("list/watch failed unexpectedly, relisting", error=repr(err)[:500], retry_in=backoff)
+                delay = self._settings.backoff.delay(failures)
+                self._log.error(
+                    "list/watch failed unexpectedly, relisting", error=repr(err)[:500], retry_in=round(delay, 3)
+                )
                 self._rv = None
-                await anyio.sleep(backoff * (1 + random.random() / 2))
-                backoff = min(self._max_backoff, backoff * 2)
+            failures += 1
+            await anyio.sleep(delay)
 
     async def _relist(self) -> None:
         items, rv = await self.client.list_all(
-            self.resource, self.namespace, label_selector=self.label_selector, page_size=self._page_size
+            self.resource, self.namespace, label_selector=self.label_selector, page_size=self._settings.page_size
         )
         fresh: dict[str, T] = {}
         for obj in items:
@@ -146,7 +157,7 @@ class Informer(Generic[T]):
             self.namespace,
             self._rv,
             label_selector=self.label_selector,
-            timeout_seconds=self._watch_timeout,
+            timeout_seconds=self._settings.timeout_seconds,
         ):
             kind = event.get("type")
             obj = event.get("object") or {}
@@ -174,13 +185,21 @@ class StartupFailed(Exception):
     """A component could not start (e.g. a cache that never synced); the message says which."""
 
 
-async def start_informer(task_group: TaskGroup, informer: Informer[object], timeout: float) -> None:
-    """Start `informer` in `task_group` and wait for its first list, or fail naming its kind."""
-    try:
-        with anyio.fail_after(timeout):
-            await task_group.start(informer.run)
-    except TimeoutError:
+async def start_informer(
+    task_group: TaskGroup, informer: Informer[Any], timeout: float, *, required: bool = True
+) -> bool:
+    """Start `informer` in `task_group` and wait up to `timeout` seconds for its first list. True
+    once listed; when it is not in time, a `required` cache fails start-up naming its kind, and
+    another is left to list when it can (said in the log) and False returned."""
+    task_group.start_soon(informer.run, name=f"watch:{informer.resource}")
+    with anyio.move_on_after(timeout):
+        await informer.synced.wait()
+    if informer.synced.is_set():
+        return True
+    if required:
         raise StartupFailed(
             f"the cache of {informer.resource} did not sync within {timeout:.0f} s "
             "(is the API server reachable, the CRD installed and the kind allowed by RBAC?)"
-        ) from None
+        )
+    log.warning("cache not listed in time, going on without it", resource=str(informer.resource), seconds=timeout)
+    return False

@@ -4,8 +4,8 @@ Only our Instances are kept (or another provider's that still hold our finalizer
 we release rather than forget), packed (a fifth of their size as dicts; every read is a fresh copy).
 An Instance over the per-Instance bounds is kept only as a stub, with why (`rejected`). An event
 needs a reconcile only when the Instance's metadata (but resourceVersion and managedFields) changed:
-a spec change bumps metadata.generation, and our own status writes change neither; nor does the
-event of our own finalizer write, whose reconcile went on with what it wrote.
+a spec change bumps metadata.generation, and our own status writes change neither. (That the event
+of our own finalizer write needs none either is the write ledger's to say: actors.apply.write_ledger.)
 """
 
 from __future__ import annotations
@@ -44,39 +44,6 @@ def reconcile_digest(obj: KubeObject) -> bytes:
     return content_hash({k: v for k, v in meta.items() if k not in _VOLATILE_METADATA})
 
 
-class InstanceWrites:
-    """Our own writes to Instances' metadata (the finalizer), whose reconcile went on with what
-    the write returned: their watch events need no reconcile of their own. While a write is in
-    flight its key's events are held back (the write's answer and its event race); when it ends,
-    its version is expected, and an event held back that was another writer's asks for a look."""
-
-    def __init__(self) -> None:
-        self._in_flight: dict[str, list[str]] = {}
-        self._expected: dict[str, str] = {}
-
-    def begin(self, key: str) -> None:
-        self._in_flight[key] = []
-
-    def finish(self, key: str, resource_version: str) -> bool:
-        """The write ended, producing `resource_version` ("" when it failed); True when another
-        writer's change came in meanwhile."""
-        held = self._in_flight.pop(key, [])
-        if resource_version and resource_version not in held:
-            self._expected[key] = resource_version
-        return any(version != resource_version for version in held)
-
-    def needs_reconcile(self, key: str, resource_version: str, changed: bool) -> bool:
-        """Whether an event of `key` (its metadata `changed`, or not) needs a reconcile."""
-        expected = self._expected.pop(key, None)  # any later event settles the expectation
-        if expected is not None and expected == resource_version:
-            return False
-        if key in self._in_flight:
-            if changed:
-                self._in_flight[key].append(resource_version)
-            return False
-        return changed
-
-
 class InstanceStore:
     def __init__(self, provider: str, limits: InstanceLimits, index: OwnedIndex) -> None:
         self.provider = provider
@@ -85,7 +52,6 @@ class InstanceStore:
         self.objects = PackedObjects()
         # Instances kept as a stub because they broke a bound (key → why).
         self.rejected: dict[str, str] = {}
-        self.writes = InstanceWrites()
 
     def transform(self, obj: KubeObject) -> StoredInstance | None:
         if not self._ours_or_held(obj):
@@ -109,7 +75,8 @@ class InstanceStore:
         return bool(self.index.owned_by(key, str(meta.get("uid", ""))))
 
     def update(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> bool:
-        """Store the informer's change; True when the Instance needs a reconcile."""
+        """Store the informer's change; True when what a reconcile reads changed (or the Instance
+        appeared or went)."""
         if new is None:
             self.objects.discard(key)
             self.rejected.pop(key, None)
@@ -119,7 +86,7 @@ class InstanceStore:
             self.rejected[key] = new.rejected
         else:
             self.rejected.pop(key, None)
-        return self.writes.needs_reconcile(key, new.resource_version, old is None or old.digest != new.digest)
+        return old is None or old.digest != new.digest
 
     def keys_matching(self, predicate: Callable[[KubeObject], bool]) -> list[str]:
         return [key for key, obj in self.objects.items() if predicate(obj)]

@@ -14,7 +14,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
-from actors.cache.informer import ChangeHandler, Informer, start_informer
+from actors.cache.informer import ChangeHandler, Informer, WatchSettings, start_informer
 from actors.cache.owned_index import OwnedRef
 from actors.client import KubeClient, KubeError
 from actors.client.resource import KubeObject, Resource
@@ -34,6 +34,7 @@ class OwnedKinds:
         on_change: ChangeHandler[OwnedRef],
         interval: float,
         sync_timeout: float,
+        settings: WatchSettings,
     ) -> None:
         self.client = client
         self.resources = list(resources)
@@ -43,6 +44,7 @@ class OwnedKinds:
         self.on_change = on_change
         self.interval = interval
         self.sync_timeout = sync_timeout
+        self.settings = settings
         self._available: set[Resource] = set()
         self._watched: set[Resource] = set()
         self._reported_missing: set[Resource] = set()
@@ -97,8 +99,9 @@ class OwnedKinds:
                 label_selector=self.label_selector,
                 transform=lambda obj, r=resource: self.transform(r, obj),  # type: ignore[misc]
                 on_change=self.on_change,
+                settings=self.settings,
             )
             if wait:
-                await start_informer(tg, informer, self.sync_timeout)  # type: ignore[arg-type]
+                await start_informer(tg, informer, self.sync_timeout)
             else:
                 tg.start_soon(informer.run)

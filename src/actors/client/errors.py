@@ -30,6 +30,26 @@ class ApiError(KubeError):
         return f"{self.status} {self.reason}: {self.message}"
 
     @property
+    def not_found(self) -> bool:
+        """404: the object (or its namespace, or the whole resource) is not there."""
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """409: a precondition or resourceVersion no longer holds, or an apply's field conflict."""
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        """410: a watch's resourceVersion was compacted away; list again."""
+        return self.status == 410
+
+    @property
+    def invalid(self) -> bool:
+        """422: the object (or a JSON patch's `test`) was refused as invalid."""
+        return self.status == 422
+
+    @property
     def causes(self) -> list[dict[str, Any]]:
         details = self.body.get("details") or {}
         causes = details.get("causes") or []

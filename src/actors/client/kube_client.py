@@ -175,7 +175,7 @@ class KubeClient:
             )
             return obj
         except ApiError as err:
-            if err.status == 404:
+            if err.not_found:
                 return None
             raise
 
@@ -377,7 +377,7 @@ class KubeClient:
             )
             return answer
         except ApiError as err:
-            if err.status == 404:
+            if err.not_found:
                 return None
             raise
 
@@ -387,7 +387,7 @@ class KubeClient:
         try:
             doc = await self.request("GET", path, resource="discovery")
         except ApiError as err:
-            if err.status == 404:
+            if err.not_found:
                 return set()
             raise
         return {r["name"] for r in doc.get("resources", []) if "/" not in r["name"]}

@@ -8,16 +8,15 @@ caller stops reconciling (the process exits and its Deployment restarts it as a 
 from __future__ import annotations
 
 import contextlib
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import structlog
 
 from actors.client import ApiError, KubeClient
 from actors.client.known_resources import LEASES
+from actors.queue.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("actors.manager.leader")
 
@@ -36,9 +35,10 @@ class LeaderElector:
     namespace: str
     name: str
     identity: str
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+    clock: Clock = field(default_factory=MonotonicClock)
 
     def __post_init__(self) -> None:
         self._observed_record: tuple[Any, ...] | None = None
@@ -47,24 +47,24 @@ class LeaderElector:
 
     async def acquire(self) -> None:
         """Return once we hold the lease."""
-        while not await self._try_acquire_or_renew():  # noqa: ASYNC110 - polling the API server is the point
-            await anyio.sleep(self.retry_period)
+        while not await self._try_acquire_or_renew():
+            await self.clock.sleep(self.retry_period)
         self.is_leader = True
         log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
 
     async def hold(self) -> None:
         """Renew until cancelled; raise LostLeadership when a renewal deadline passes."""
-        last_renewed = time.monotonic()
+        last_renewed = self.clock.now()
         while True:
-            await anyio.sleep(self.retry_period)
+            await self.clock.sleep(self.retry_period)
             try:
                 renewed = await self._try_acquire_or_renew()
             except Exception as err:  # network errors count against the deadline, not crash
                 log.warning("lease renewal failed", error=repr(err))
                 renewed = False
             if renewed:
-                last_renewed = time.monotonic()
-            elif time.monotonic() - last_renewed > self.renew_deadline:
+                last_renewed = self.clock.now()
+            elif self.clock.now() - last_renewed > self.renew_deadline:
                 self.is_leader = False
                 raise LostLeadership(f"could not renew lease {self.namespace}/{self.name}")
 
@@ -101,17 +101,17 @@ class LeaderElector:
                 await self.client.create(LEASES, body)
                 return True
             except ApiError as err:
-                if err.status == 409:
+                if err.conflict:
                     return False
                 raise
         current = lease.get("spec") or {}
         record = (current.get("holderIdentity"), current.get("renewTime"), current.get("leaseTransitions"))
         if record != self._observed_record:
             self._observed_record = record
-            self._observed_at = time.monotonic()
+            self._observed_at = self.clock.now()
         holder = current.get("holderIdentity")
         duration = float(current.get("leaseDurationSeconds") or self.lease_duration)
-        if holder and holder != self.identity and time.monotonic() - self._observed_at < duration:
+        if holder and holder != self.identity and self.clock.now() - self._observed_at < duration:
             return False
         if holder == self.identity:
             spec["acquireTime"] = current.get("acquireTime", now)
@@ -122,7 +122,7 @@ class LeaderElector:
         try:
             await self.client.replace(LEASES, lease)  # resourceVersion in lease: optimistic
         except ApiError as err:
-            if err.status == 409:
+            if err.conflict:
                 return False
             raise
         return True

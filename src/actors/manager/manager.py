@@ -13,10 +13,7 @@ fails start-up with a message naming its kind. No component rewrites another's a
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -24,10 +21,9 @@ import structlog
 from anyio.abc import TaskStatus
 
 from actors.apply.applier import Applier
-from actors.apply.write_ledger import OwnWrites
-from actors.cache.informer import Informer, StartupFailed, start_informer
+from actors.apply.write_ledger import WriteLedger
+from actors.cache.informer import Informer, start_informer
 from actors.cache.instance_store import InstanceStore, StoredInstance
-from actors.cache.limits import InstanceLimits
 from actors.cache.owned_index import OwnedIndex, OwnedRef, owned_ref
 from actors.cache.owned_kinds import OwnedKinds
 from actors.client import KubeClient
@@ -35,10 +31,10 @@ from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
 from actors.contract import LABEL_PROVIDER
 from actors.interface import KubeObject, Provider, ReconcileContext, ValidationFailed
 from actors.manager.leader import LeaderElector
-from actors.manager.shared import SharedActors
+from actors.manager.options import ManagerOptions
+from actors.manager.shared import SharedActors, SharedContext, informer_watch
 from actors.observe.metrics import RuntimeMetrics
 from actors.queue.actor_system import ActorSystem
-from actors.queue.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
 from actors.reconcile.reconciler import InstanceReconciler, RuntimeConfig
 from actors.reconcile.versions import effective_bundle, version_problem
 from actors.serve import endpoints
@@ -46,36 +42,18 @@ from actors.status.writer import StatusWriter
 
 log = structlog.get_logger("actors.manager.manager")
 
-__all__ = ["Manager", "ManagerOptions", "StartupFailed"]
+__all__ = ["Manager"]
 
 
-@dataclass
-class ManagerOptions:
-    namespaces: Sequence[str] = ()  # empty: all namespaces
-    max_concurrent: int = 16
-    qps: float = 10.0
-    burst: int = 100
-    backoff_base: float = 0.005
-    backoff_cap: float = 1000.0
-    idle_timeout: float = 10.0
-    # A safety net, not how changes arrive (every derived object is watched): hours, as in
-    # controller-runtime (its SyncPeriod defaults to 10 h).
-    resync_period: float = 10 * 3600.0
-    # Re-run an Instance that is not Ready after this many seconds; None: never (its derived
-    # objects' watch events bring KServe's progress).
-    poll_not_ready: float | None = None
-    discovery_interval: float = 30.0
-    # How long a cache may take to list before start-up fails naming its kind.
-    sync_timeout: float = 120.0
-    leader_elect: bool = False
-    lease_namespace: str = "default"
-    lease_name: str = ""
-    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-    limits: InstanceLimits = field(default_factory=InstanceLimits)
-    # Instances per list page: an Instance may be up to ~1.5 MB, and a page is held whole while
-    # it is decoded.
-    instance_page_size: int = 100
-    endpoints: endpoints.Endpoints = field(default_factory=endpoints.Endpoints)
+def instance_needs_reconcile(writes: WriteLedger, key: str, changed: bool, new: StoredInstance | None) -> bool:
+    """Whether an Instance's watch event needs a reconcile: what a reconcile reads `changed`, and the
+    event is not the echo of our own finalizer write (nor held while that write is under way)."""
+    namespace, _, name = key.partition("/")
+    instance = (INSTANCES, namespace, name)
+    if new is None:
+        writes.forget(instance)
+        return changed
+    return not writes.on_event(instance, new.resource_version, relevant=changed) and changed
 
 
 class Manager:
@@ -96,7 +74,8 @@ class Manager:
         # (provider.commands.run does); the manager never changes the client it is handed.
         self.metrics = metrics or RuntimeMetrics()
         self.index = OwnedIndex()
-        self.writes = OwnWrites()
+        # Our own writes, to Instances and derived objects alike: their echoes wake no one.
+        self.writes = WriteLedger()
         # The provider's kinds, and the connection Secret the runtime writes itself.
         self.owned = [*dict.fromkeys([*provider.owned_resources(), SECRETS])]
         self.intent_annotation = f"{provider.annotation_domain}/applied-intent"
@@ -117,15 +96,21 @@ class Manager:
         self.reconciler = self._reconciler()
         self.actors = ActorSystem(
             self.reconciler,
-            limiter=RateLimiter(
-                ExponentialBackoff(opts.backoff_base, opts.backoff_cap), TokenBucket(opts.qps, opts.burst)
-            ),
+            limiter=opts.rate_limiter(),
             max_concurrent=opts.max_concurrent,
             idle_timeout=opts.idle_timeout,
             on_wait=self.metrics.observe_queue_wait,
         )
         self.elector = (
-            LeaderElector(client, opts.lease_namespace, opts.lease_name or f"{provider.name}-leader", opts.identity)
+            LeaderElector(
+                client,
+                opts.lease_namespace,
+                opts.lease_name or f"{provider.name}-leader",
+                opts.identity,
+                lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period,
+            )
             if opts.leader_elect
             else None
         )
@@ -143,7 +128,7 @@ class Manager:
             namespace=namespace,
             transform=self.instances.transform,
             on_change=self._instance_changed,
-            page_size=self.options.instance_page_size,
+            settings=self.options.watch_settings(page_size=self.options.instance_page_size),
         )
 
     def _owned_kinds(self) -> OwnedKinds:
@@ -157,6 +142,7 @@ class Manager:
             on_change=self._owned_changed,
             interval=self.options.discovery_interval,
             sync_timeout=self.options.sync_timeout,
+            settings=self.options.watch_settings(),
         )
 
     def _reconciler(self) -> InstanceReconciler:
@@ -180,7 +166,7 @@ class Manager:
             metrics=self.metrics,
             rejected=self.instances.rejected,
             not_served=self.kinds.not_served,
-            instance_writes=self.instances.writes,
+            writes=self.writes,
         )
 
     def _scopes(self) -> list[str | None]:
@@ -200,8 +186,14 @@ class Manager:
             async with anyio.create_task_group() as tg:
                 await tg.start(self._serve_endpoints)
                 # Every replica serves /validate, so every replica follows the Provider resource.
-                providers = Informer(self.client, PROVIDERS, transform=lambda o: o, on_change=self._provider_changed)
-                await start_informer(tg, providers, self.options.sync_timeout)  # type: ignore[arg-type]
+                providers = Informer(
+                    self.client,
+                    PROVIDERS,
+                    transform=lambda o: o,
+                    on_change=self._provider_changed,
+                    settings=self.options.watch_settings(),
+                )
+                await start_informer(tg, providers, self.options.sync_timeout)
                 if self.elector is not None:
                     await self.elector.acquire()
                     tg.start_soon(self.elector.hold)
@@ -214,10 +206,12 @@ class Manager:
     async def _lead(self, tg: anyio.abc.TaskGroup) -> None:
         await tg.start(self.status.start)
         await tg.start(self.actors.run)
-        await self.shared.start(tg, self.wake_matching)
+        opts = self.options
+        watch = informer_watch(self.client, opts.watch_settings(), opts.shared_sync_timeout)
+        await self.shared.start(tg, SharedContext(wake=self.wake_matching, watch=watch))
         await tg.start(self.kinds.run)
         for informer in self.instance_informers:
-            await start_informer(tg, informer, self.options.sync_timeout)  # type: ignore[arg-type]
+            await start_informer(tg, informer, self.options.sync_timeout)
         self._leading = True
         tg.start_soon(self._resync_loop)
 
@@ -259,7 +253,7 @@ class Manager:
     # -- events ---------------------------------------------------------------------------
 
     def _instance_changed(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> None:
-        if self.instances.update(key, old, new):
+        if instance_needs_reconcile(self.writes, key, self.instances.update(key, old, new), new):
             # A change to an Instance we already had is a user's edit: ahead of bulk work.
             self.actors.notify(key, urgent=old is not None and new is not None)
 
@@ -285,9 +279,11 @@ class Manager:
 
     def _owned_changed(self, key: str, old: OwnedRef | None, new: OwnedRef | None) -> None:
         self.index.update(old, new)
-        if new is not None and self.writes.on_event(new):
+        if new is not None and self.writes.on_event(
+            (new.resource, new.namespace, new.name), new.resource_version, deleting=new.deleting
+        ):
             return  # our own write coming back: the reconcile that made it has seen it
-        if new is None and old is not None and self.writes.on_deleted(old):
+        if new is None and old is not None and self.writes.on_deleted((old.resource, old.namespace, old.name)):
             return  # our own delete: the reconcile that made it went on knowing it was gone
         ref = new or old
         if ref is not None and ref.owner_key in self.instances.objects:

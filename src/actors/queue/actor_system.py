@@ -87,10 +87,10 @@ class ActorSystem:
         self,
         reconcile: Reconcile,
         *,
-        limiter: RateLimiter | None = None,
-        max_concurrent: int = 16,
+        limiter: RateLimiter,
+        max_concurrent: int,
+        idle_timeout: float,
         reserved: int | None = None,
-        idle_timeout: float = 60.0,
         settle: float = 0.1,
         max_settle: float = 1.0,
         clock: Clock | None = None,
@@ -98,7 +98,7 @@ class ActorSystem:
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
         self.reconcile = reconcile
-        self._limiter = limiter or RateLimiter()
+        self._limiter = limiter
         self._slots = anyio.CapacityLimiter(max_concurrent)
         # Slots only urgent runs take: one in eight by default, none below eight slots (where one
         # would cost bulk work too large a share; urgent keys still go first in the backlog).

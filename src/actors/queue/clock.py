@@ -1,11 +1,14 @@
-"""The actor system's time source, injectable so its tests run on a fake clock instead of sleeping.
+"""The time source of everything in the runtime that reads time or waits for it: the actor system,
+the rate limiter, leader election and the HTTP authorizer's cache. Injectable, so tests run on a
+fake clock (tests/support/clock.py) that moves only when told to, instead of sleeping.
 
-`MonotonicClock` is the event loop's clock (anyio's, i.e. the monotonic clock the loop schedules
-timers with). A test clock implements the same three calls and advances only when told to.
+`MonotonicClock` reads the monotonic clock asyncio's event loop schedules its timers with, so it
+can be read outside a running loop too (a component built before the loop starts).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 import anyio
@@ -25,7 +28,7 @@ class Clock(Protocol):
 
 class MonotonicClock:
     def now(self) -> float:
-        return anyio.current_time()
+        return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await anyio.sleep(max(0.0, seconds))

@@ -73,9 +73,9 @@ async def _send(
             field_manager=field_manager,
         )
     except ApiError as err:
-        if err.status == 404:
+        if err.not_found:
             return None  # gone already: nothing left to hold
         # 409: the resourceVersion moved; 422: a JSON patch `test` failed. Either way, stale.
-        if err.status in (409, 422):
+        if err.conflict or err.invalid:
             raise Conflict(str(err)) from err
         raise

@@ -23,11 +23,12 @@ from opentelemetry import trace
 
 from actors.apply.applier import Applier
 from actors.apply.conflicts import ApplyConflict, NameClash, ResourceNotServed
-from actors.cache.instance_store import InstanceWrites
+from actors.apply.write_ledger import WriteLedger
 from actors.cache.limits import InstanceLimits
 from actors.cache.owned_index import OwnedIndex
 from actors.client import ApiError, KubeClient, TransportError
 from actors.client.concurrently import all_of
+from actors.client.known_resources import INSTANCES
 from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
 from actors.interface import (
     Condition,
@@ -90,7 +91,7 @@ class InstanceReconciler:
         metrics: RuntimeMetrics,
         rejected: Mapping[str, str] | None = None,
         not_served: Callable[[Resource], None] = lambda resource: None,
-        instance_writes: InstanceWrites | None = None,
+        writes: WriteLedger | None = None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -105,9 +106,8 @@ class InstanceReconciler:
         # Instances kept only as a stub because they broke a bound on reading (key → why).
         self.rejected: Mapping[str, str] = rejected if rejected is not None else {}
         self._not_served = not_served
-        # Our writes to an Instance's metadata (the finalizer), so that the store takes their watch
-        # events for what they are.
-        self._instance_writes = instance_writes if instance_writes is not None else InstanceWrites()
+        # Our writes to an Instance's metadata (the finalizer): their watch events wake no one.
+        self._writes = writes if writes is not None else WriteLedger()
 
 
     # -- entry point ----------------------------------------------------------------------
@@ -178,15 +178,17 @@ class InstanceReconciler:
         settle window and a slot wait before the first apply. Later writes (status) carry the
         new resourceVersion."""
         patched: KubeObject | None = None
-        self._instance_writes.begin(key)
+        namespace, _, name = key.partition("/")
+        instance_id = (INSTANCES, namespace, name)
+        self._writes.begin(instance_id)
         try:
             with self._step("finalizer"):
                 patched = await finalizer.add(
                     self.client, instance, self.config.provider_name, field_manager=self.config.field_manager
                 )
         finally:
-            version = "" if patched is None else str(patched["metadata"].get("resourceVersion", ""))
-            recheck = self._instance_writes.finish(key, version)
+            version = None if patched is None else str(patched["metadata"].get("resourceVersion", ""))
+            recheck = self._writes.finish(instance_id, version)
         return patched, recheck
 
     async def _validate_and_sync(self, key: str, instance: KubeObject) -> Action:

@@ -11,7 +11,6 @@ server a bounded number of reviews and never stalls the provider.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -22,6 +21,7 @@ from aiohttp import web
 
 from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import Resource
+from actors.queue.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("actors.serve.auth")
 
@@ -39,15 +39,16 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class RequestAuthorizer:
     """Decides whether the bearer of a token may use a path; answers are cached."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, clock: Clock | None = None) -> None:
         self.client = client
+        self._clock: Clock = clock or MonotonicClock()
         self._cache: OrderedDict[tuple[str, str, str], tuple[float, bool]] = OrderedDict()
         self._reviews = anyio.Semaphore(CONCURRENT_REVIEWS)
 
     async def allowed(self, token: str, path: str, verb: str) -> bool:
         key = (hashlib.sha256(token.encode()).hexdigest(), path, verb)
         cached = self._cache.get(key)
-        now = time.monotonic()
+        now = self._clock.now()
         if cached is not None and cached[0] > now:
             return cached[1]
         async with self._reviews:

@@ -76,7 +76,7 @@ class StatusWriter:
             try:
                 await self._replace(instance, new)
             except ApiError as err:
-                if err.status != 422:
+                if not err.invalid:
                     raise
                 log.error("status rejected by the API server, writing a minimal one", error=str(err)[:500])
                 why = f"{report.message} (the full status was rejected by the API server: {err})"
@@ -99,7 +99,7 @@ class StatusWriter:
         try:
             await self.client.replace(INSTANCES, body, subresource="status", field_manager=self.field_manager)
         except ApiError as err:
-            if err.status in (404, 409):
+            if err.not_found or err.conflict:
                 # Our copy is stale; the newer version's watch event runs us again.
                 return
             raise

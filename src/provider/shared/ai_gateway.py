@@ -7,7 +7,6 @@ is woken, so its connection details switch to the gateway URL within one reconci
 
 from __future__ import annotations
 
-from typing import Final
 from urllib.parse import urlsplit
 
 import anyio
@@ -15,17 +14,13 @@ import structlog
 from anyio.abc import TaskStatus
 from pydantic import ValidationError
 
-from actors import Informer, KubeClient, KubeObject, SharedActor, Wake, wake_nobody
+from actors import KubeClient, KubeObject, SharedActor, SharedContext, Wake, wake_nobody
 from provider.model.kinds import GATEWAYS
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.topology_params import LlmTopologyParameters
 from provider.topologies.urls import uri_host
 
 log = structlog.get_logger("provider.gateway")
-
-# How long startup waits for the Gateway's first list.
-SYNC_TIMEOUT: Final = 10.0
-
 
 def uses_ai_gateway(obj: KubeObject) -> bool:
     topology = (obj.get("spec") or {}).get("topology") or {}
@@ -84,25 +79,22 @@ class AIGatewayActor(SharedActor):
         s = self._settings
         return s.ai_gateway_enabled and bool(s.ai_gateway_name and s.ai_gateway_namespace)
 
-    async def run(self, wake: Wake, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        self._wake = wake
+    async def run(self, ctx: SharedContext, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self._wake = ctx.wake
         if not self.configured:
             task_status.started()
             return
-        informer: Informer[tuple[str, ...]] = Informer(
-            self._client,
-            GATEWAYS,
-            namespace=self._settings.ai_gateway_namespace,
-            transform=_addresses,
-            on_change=self._gateway_changed,
-        )
         async with anyio.create_task_group() as tg:
-            tg.start_soon(informer.run, name="watch:ai-gateway")
             # Know the address before the first Instance reads it: otherwise every Ready AI Gateway
             # Instance shows "Waiting for Envoy AI Gateway address" for a moment after each
-            # restart. Bounded, so a missing Gateway CRD only delays startup.
-            with anyio.move_on_after(SYNC_TIMEOUT):
-                await informer.synced.wait()
+            # restart. The manager's wait is bounded, so a missing Gateway CRD only delays start-up.
+            await ctx.watch(
+                tg,
+                GATEWAYS,
+                namespace=self._settings.ai_gateway_namespace,
+                transform=_addresses,
+                on_change=self._gateway_changed,
+            )
             task_status.started()
 
     def _gateway_changed(self, key: str, old: tuple[str, ...] | None, new: tuple[str, ...] | None) -> None:

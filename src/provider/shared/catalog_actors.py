@@ -19,7 +19,7 @@ import structlog
 from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from actors import KubeObject, SharedActor, SharedActors, Wake
+from actors import KubeObject, SharedActor, SharedActors, SharedContext, Wake
 from provider.rules.error_messages import first_error_message
 from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
 from provider.topologies.protocol import CatalogModel, Catalogs, LoraAdapter
@@ -120,13 +120,13 @@ class _CatalogActor(SharedActor):
         log.info("catalog changed, revalidating its Instances", actor=self.name, instances=woken)
         return woken
 
-    async def run(self, wake: Wake, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, ctx: SharedContext, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()  # loaded at construction
         if self._file is None:
             return
         while True:
             await anyio.sleep(self.poll_seconds)
-            self.reload(wake)
+            self.reload(ctx.wake)
 
 
 class ModelCatalogActor(_CatalogActor):

@@ -8,20 +8,15 @@ revalidated, so tightening a namespace's policy reaches Instances already there.
 
 from __future__ import annotations
 
-from typing import Final
-
 import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from actors import Informer, KubeClient, KubeObject, SharedActor, Wake, wake_nobody
+from actors import KubeClient, KubeObject, SharedActor, SharedContext, Wake, wake_nobody
 from provider.model.kinds import NAMESPACES
 from provider.rules.pod_security import ENFORCE_LABEL, LEVELS, Level
 
 log = structlog.get_logger("provider.namespaces")
-
-SYNC_TIMEOUT: Final = 10.0
-
 
 def _level_label(obj: KubeObject) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(ENFORCE_LABEL, ""))
@@ -41,18 +36,12 @@ class NamespaceLevels(SharedActor):
         value = self._labels.get(namespace, "")
         return value if value in LEVELS else None
 
-    async def run(self, wake: Wake, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        self._wake = wake
-        informer: Informer[str] = Informer(
-            self._client, NAMESPACES, transform=_level_label, on_change=self._namespace_changed
-        )
+    async def run(self, ctx: SharedContext, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self._wake = ctx.wake
         async with anyio.create_task_group() as tg:
-            tg.start_soon(informer.run, name="watch:namespaces")
-            # Validate the first Instances against the real levels, not the default. Bounded, so a
-            # slow API server delays startup rather than blocking it.
-            with anyio.move_on_after(SYNC_TIMEOUT):
-                await informer.synced.wait()
-            if informer.synced.is_set():
+            # Validate the first Instances against the real levels, not the default. The manager's
+            # wait is bounded, so a slow API server delays start-up rather than blocking it.
+            if await ctx.watch(tg, NAMESPACES, transform=_level_label, on_change=self._namespace_changed):
                 self.synced.set()
             task_status.started()
 

@@ -10,10 +10,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from actors.manager.options import ManagerOptions
 from actors.queue.actor_system import Action, ActorSystem
-from actors.queue.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
+from actors.queue.ratelimit import Backoff, ExponentialBackoff, RateLimiter, TokenBucket
 from tests.support.clock import FakeClock
 from tests.support.runtime import system_running
+
+# The Manager's defaults: the one definition of the runtime's tunables.
+OPTIONS = ManagerOptions()
 
 
 async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None:
@@ -29,7 +33,9 @@ async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None
             await release.wait()
         return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.2, clock=clock)
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.2, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/a")
         await started.wait()
@@ -55,7 +61,7 @@ async def test_one_key_is_never_reconciled_concurrently_under_load() -> None:
         running[key] -= 1
         return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=8, idle_timeout=0.2, clock=clock)
+    system = ActorSystem(reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=8, idle_timeout=0.2, clock=clock)
     async with system_running(system):
         for round_ in range(50):
             for i in range(20):
@@ -80,8 +86,12 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
         done.append(key)
         return Action()
 
-    limiter = RateLimiter(ExponentialBackoff(base=10.0), TokenBucket())
-    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1, clock=clock)
+    limiter = RateLimiter(
+        ExponentialBackoff(Backoff(10.0, OPTIONS.backoff_cap)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock)
+    )
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=limiter, idle_timeout=0.1, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/bad")
         for i in range(5):
@@ -102,8 +112,12 @@ async def test_failure_retries_with_backoff_and_success_resets_it() -> None:
         attempts.append(clock.now())
         return Action(failed=len(attempts) < 4)
 
-    limiter = RateLimiter(ExponentialBackoff(base=0.02), TokenBucket())
-    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.1, clock=clock)
+    limiter = RateLimiter(
+        ExponentialBackoff(Backoff(0.02, OPTIONS.backoff_cap)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock)
+    )
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=limiter, idle_timeout=0.1, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: len(attempts) >= 4 and not system.is_live("ns/a"))
@@ -121,7 +135,9 @@ async def test_requeue_after_runs_again_and_idle_actor_exits() -> None:
         runs.append(key)
         return Action(requeue_after=0.05) if len(runs) == 1 else Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.05, clock=clock)
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.05, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
@@ -145,7 +161,9 @@ async def test_global_cap_on_concurrent_reconciles() -> None:
         current -= 1
         return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=3, reserved=0, idle_timeout=0.05, clock=clock)
+    system = ActorSystem(
+        reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=3, reserved=0, idle_timeout=0.05, clock=clock
+    )
     async with system_running(system):
         for i in range(30):
             system.notify(f"ns/{i}")
@@ -165,7 +183,15 @@ async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
         await clock.sleep(0.02)
         return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=1.0, clock=clock)
+    system = ActorSystem(
+        reconcile,
+        max_concurrent=OPTIONS.max_concurrent,
+        limiter=OPTIONS.rate_limiter(),
+        idle_timeout=0.1,
+        settle=0.05,
+        max_settle=1.0,
+        clock=clock,
+    )
     async with system_running(system):
         system.notify("ns/a")
         await started.wait()
@@ -185,7 +211,15 @@ async def test_settling_is_bounded_by_max_settle() -> None:
         runs.append(clock.now())
         return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.1, settle=0.05, max_settle=0.2, clock=clock)
+    system = ActorSystem(
+        reconcile,
+        max_concurrent=OPTIONS.max_concurrent,
+        limiter=OPTIONS.rate_limiter(),
+        idle_timeout=0.1,
+        settle=0.05,
+        max_settle=0.2,
+        clock=clock,
+    )
     async with system_running(system):
         system.notify("ns/a")
         # An endless stream of events must not starve the Instance: it runs at least every ~0.2 s.
@@ -203,7 +237,9 @@ async def test_a_run_due_after_the_idle_timeout_is_parked_not_kept_as_an_actor()
         runs.append(clock.now())
         return Action(requeue_after=0.3) if len(runs) == 1 else Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.05, clock=clock)
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.05, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: not system.is_live("ns/a"))
@@ -221,7 +257,9 @@ async def test_an_event_for_a_parked_key_runs_it_now_and_drops_the_timer() -> No
         runs.append(key)
         return Action(requeue_after=3600) if len(runs) == 1 else Action()
 
-    system = ActorSystem(reconcile, idle_timeout=0.02, clock=clock)
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.02, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: system.parked > 0)
@@ -260,7 +298,15 @@ async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads
             second_event_sent.set()
         return Action()
 
-    system = ActorSystem(reconcile, idle_timeout=10.0, settle=0.1, max_settle=10.0, clock=SteppingClock())
+    system = ActorSystem(
+        reconcile,
+        max_concurrent=OPTIONS.max_concurrent,
+        limiter=OPTIONS.rate_limiter(),
+        idle_timeout=10.0,
+        settle=0.1,
+        max_settle=10.0,
+        clock=SteppingClock(),
+    )
     async with system_running(system):
         system.notify("ns/a")
         with anyio.fail_after(10):
@@ -279,7 +325,9 @@ async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -
         return Action()
 
     keys = [f"ns/{i:02d}" for i in range(50)]
-    system = ActorSystem(reconcile, max_concurrent=2, reserved=0, idle_timeout=10.0, clock=clock)
+    system = ActorSystem(
+        reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=2, reserved=0, idle_timeout=10.0, clock=clock
+    )
     async with system_running(system):
         for key in keys:
             system.notify(key)
@@ -302,8 +350,12 @@ async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(m
             system.notify(key)  # an event during the run: the loop goes on to settle the burst
         return Action()
 
-    limiter = RateLimiter(ExponentialBackoff(base=0.05), TokenBucket())
-    system = ActorSystem(reconcile, limiter=limiter, idle_timeout=0.05, clock=clock)
+    limiter = RateLimiter(
+        ExponentialBackoff(Backoff(0.05, OPTIONS.backoff_cap)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock)
+    )
+    system = ActorSystem(
+        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=limiter, idle_timeout=0.05, clock=clock
+    )
     original = system._settle_burst
     broken_once = {"ns/bad"}
 
@@ -332,7 +384,7 @@ async def test_an_urgent_key_goes_ahead_of_the_bulk_backlog() -> None:
         await clock.sleep(0.01)
         return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=1, idle_timeout=10.0, clock=clock)
+    system = ActorSystem(reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=1, idle_timeout=10.0, clock=clock)
     async with system_running(system):
         for i in range(5):
             system.notify(f"ns/bulk-{i}")
@@ -362,7 +414,15 @@ async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
     def on_wait(seconds: float, urgent: bool) -> None:
         waits.append((urgent, seconds))
 
-    system = ActorSystem(reconcile, max_concurrent=4, reserved=1, idle_timeout=10.0, clock=clock, on_wait=on_wait)
+    system = ActorSystem(
+        reconcile,
+        limiter=OPTIONS.rate_limiter(clock),
+        max_concurrent=4,
+        reserved=1,
+        idle_timeout=10.0,
+        clock=clock,
+        on_wait=on_wait,
+    )
     async with system_running(system):
         for i in range(9):
             system.notify(f"ns/bulk-{i}")

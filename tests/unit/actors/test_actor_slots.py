@@ -8,9 +8,13 @@ from collections import Counter
 import anyio
 import anyio.lowlevel
 
+from actors.manager.options import ManagerOptions
 from actors.queue.actor_system import Action, ActorSystem
 from tests.support.clock import FakeClock
 from tests.support.runtime import system_running
+
+# The Manager's defaults: the one definition of the runtime's tunables.
+OPTIONS = ManagerOptions()
 
 
 async def test_every_slot_is_used_while_the_first_runs_are_still_taking_theirs() -> None:
@@ -27,7 +31,9 @@ async def test_every_slot_is_used_while_the_first_runs_are_still_taking_theirs()
         await gate.wait()
         return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=4, reserved=0, idle_timeout=10.0, clock=clock)
+    system = ActorSystem(
+        reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=4, reserved=0, idle_timeout=10.0, clock=clock
+    )
     async with system_running(system):
         for i in range(3):
             system.notify(f"ns/first-{i}")
@@ -62,7 +68,9 @@ async def test_a_queued_key_turned_urgent_gets_one_actor_and_one_run() -> None:
         running.discard(key)
         return Action()
 
-    system = ActorSystem(reconcile, max_concurrent=2, reserved=1, idle_timeout=10.0, clock=clock)
+    system = ActorSystem(
+        reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=2, reserved=1, idle_timeout=10.0, clock=clock
+    )
     async with system_running(system):
         system.notify("ns/bulk-0")  # takes the one bulk slot and holds it
         system.notify("ns/bulk-1")  # waits in the backlog

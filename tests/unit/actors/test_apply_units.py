@@ -3,8 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.apply.applier import holds
-from actors.apply.conflicts import ApplyConflict
-from actors.apply.conflicts import parse_conflicts as _parse_conflicts
+from actors.apply.conflicts import ApplyConflict, parse_conflicts as _parse_conflicts
 from actors.cache.owned_index import OwnedIndex, owned_ref
 from actors.client import ApiError
 from actors.client.json_codec import content_hash

@@ -1,15 +1,30 @@
-"""The Instance store decides which informer events need a reconcile."""
+"""Which Instance events need a reconcile: the store says what changed, the write ledger what was ours."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from actors.apply.write_ledger import WriteLedger
 from actors.cache.instance_store import InstanceStore, StoredInstance
 from actors.cache.limits import InstanceLimits
 from actors.cache.owned_index import OwnedIndex
+from actors.client.known_resources import INSTANCES
 from actors.contract import FINALIZER
+from actors.manager.manager import instance_needs_reconcile
 
 KEY = "ns/a"
+INSTANCE = (INSTANCES, "ns", "a")
+
+
+class Events:
+    """The store and the ledger as the manager drives them on each Instance event."""
+
+    def __init__(self) -> None:
+        self.store = InstanceStore("p", InstanceLimits(), OwnedIndex())
+        self.writes = WriteLedger()
+
+    def update(self, old: StoredInstance | None, new: StoredInstance | None) -> bool:
+        return instance_needs_reconcile(self.writes, KEY, self.store.update(KEY, old, new), new)
 
 
 def instance(version: str, *, finalizer: bool = False, generation: int = 1, phase: str = "") -> dict[str, Any]:
@@ -36,43 +51,46 @@ def stored(store: InstanceStore, obj: dict[str, Any]) -> StoredInstance:
 
 
 def test_our_own_finalizer_write_comes_back_without_a_reconcile_and_a_user_edit_does_not() -> None:
-    store = InstanceStore("p", InstanceLimits(), OwnedIndex())
+    events = Events()
+    store = events.store
     created = stored(store, instance("1"))
-    assert store.update(KEY, None, created)  # a new Instance: reconcile
-    store.writes.begin(KEY)  # the reconcile adds the finalizer (resourceVersion 2) and goes on
-    assert not store.writes.finish(KEY, "2")
+    assert events.update(None, created)  # a new Instance: reconcile
+    events.writes.begin(INSTANCE)  # the reconcile adds the finalizer (resourceVersion 2) and goes on
+    assert not events.writes.finish(INSTANCE, "2")
     ours = stored(store, instance("2", finalizer=True))
-    assert not store.update(KEY, created, ours)
+    assert not events.update(created, ours)
     assert store.objects[KEY]["metadata"]["resourceVersion"] == "2"  # stored all the same
     status = stored(store, instance("3", finalizer=True, phase="Ready"))
-    assert not store.update(KEY, ours, status)  # a status write changes no metadata
+    assert not events.update(ours, status)  # a status write changes no metadata
     edited = stored(store, instance("4", finalizer=True, generation=2, phase="Ready"))
-    assert store.update(KEY, status, edited)  # a spec change
+    assert events.update(status, edited)  # a spec change
 
 
 def test_an_expectation_is_settled_by_whichever_event_comes_next() -> None:
-    store = InstanceStore("p", InstanceLimits(), OwnedIndex())
+    events = Events()
+    store = events.store
     created = stored(store, instance("1"))
-    store.update(KEY, None, created)
-    store.writes.begin(KEY)
-    assert not store.writes.finish(KEY, "2")
+    events.update(None, created)
+    events.writes.begin(INSTANCE)
+    assert not events.writes.finish(INSTANCE, "2")
     # Someone else's write came first: it is judged on its own, and a later event is not
     # mistaken for ours.
     edited = stored(store, instance("3", generation=2))
-    assert store.update(KEY, created, edited)
+    assert events.update(created, edited)
     again = stored(store, instance("2", finalizer=True))
-    assert store.update(KEY, edited, again)
+    assert events.update(edited, again)
 
 
 def test_events_during_our_write_are_held_back_and_another_writers_asks_for_a_look() -> None:
-    store = InstanceStore("p", InstanceLimits(), OwnedIndex())
+    events = Events()
+    store = events.store
     created = stored(store, instance("1"))
-    store.update(KEY, None, created)
-    store.writes.begin(KEY)
+    events.update(None, created)
+    events.writes.begin(INSTANCE)
     ours = stored(store, instance("2", finalizer=True))
-    assert not store.update(KEY, created, ours)  # our write's event before its answer
-    assert not store.writes.finish(KEY, "2")  # it was ours: nothing to look at again
-    store.writes.begin(KEY)
+    assert not events.update(created, ours)  # our write's event before its answer
+    assert not events.writes.finish(INSTANCE, "2")  # it was ours: nothing to look at again
+    events.writes.begin(INSTANCE)
     edited = stored(store, instance("5", finalizer=True, generation=2))
-    assert not store.update(KEY, ours, edited)  # held back while our write is in flight
-    assert store.writes.finish(KEY, "4")  # another writer's change came in: the pass looks again
+    assert not events.update(ours, edited)  # held back while our write is in flight
+    assert events.writes.finish(INSTANCE, "4")  # another writer's change came in: the pass looks again
