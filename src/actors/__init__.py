@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
         PROVIDERS as PROVIDERS,
         SECRETS as SECRETS,
     )
+    from actors.client.lean_import import use_lean_kubernetes_asyncio as use_lean_kubernetes_asyncio
     from actors.contract import (
         LABEL_PROVIDER as LABEL_PROVIDER,
         inventory_selector as inventory_selector,
@@ -97,6 +98,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     # The API client and what it raises.
     "actors.client": ("ApiError", "KubeClient", "KubeError", "RequestTimeout", "TransportError"),
     "actors.client.known_resources": ("CRDS", "INSTANCES", "PROVIDERS", "SECRETS"),
+    "actors.client.lean_import": ("use_lean_kubernetes_asyncio",),
     # Running a provider.
     "actors.manager.manager": ("Manager",),
     "actors.manager.options": ("ManagerOptions",),

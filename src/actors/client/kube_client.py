@@ -1,41 +1,29 @@
 """The dynamic Kubernetes client: plain dicts in and out, every call addressed by a `Resource`.
 
-Our own aiohttp transport (one pooled session, proxy resolved once) over kubernetes-asyncio's
-configuration loaders (`actors.client.config`); answers are decoded with a depth bound
+The verbs of the API server over our own HTTP transport (`actors.client.transport`), configured by
+kubernetes-asyncio's loaders (`actors.client.config`); answers are decoded with a depth bound
 (`actors.client.decode`). Failures surface only as `actors.client.errors` types.
 """
 
 from __future__ import annotations
 
 import builtins
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
-
-from actors.client import decode, json_codec
-from actors.client.config import Configuration, load_configuration, proxy_for, ssl_context
-from actors.client.errors import ApiError, RequestTimeout, TransportError, api_error, api_error_from_status
+from actors.client import decode
+from actors.client.config import load_configuration
+from actors.client.errors import ApiError, api_error_from_status
 from actors.client.resource import KubeObject, Resource
+from actors.client.transport import RequestObserver, Transport
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client.configuration import Configuration
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-
-# Observer of every request: (verb, resource, status code, seconds). Feeds metrics and benchmarks.
-RequestObserver = Callable[[str, str, int, float], None]
-
-
-def _verb(method: str, query: Mapping[str, str], name: str | None) -> str:
-    if query.get("watch") == "true":
-        return "watch"
-    if method == "GET":
-        return "get" if name else "list"
-    if method == "PATCH":
-        return "dryrun" if query.get("dryRun") == "All" else "patch"
-    return {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(method, method.lower())
 
 
 class KubeClient:
@@ -48,40 +36,15 @@ class KubeClient:
         user_agent: str = "actors",
         observers: Sequence[RequestObserver] = (),
     ) -> None:
-        self.configuration = configuration
-        # Writes name their field manager explicitly (`fieldManager`); the User-Agent only names
-        # the process in the API server's logs and audit events.
-        self.user_agent = user_agent
-        self._observers: list[RequestObserver] = list(observers)
-        self._session: aiohttp.ClientSession | None = None
-        self._proxy = proxy_for(configuration)
+        self._transport = Transport(configuration, user_agent=user_agent, observers=observers)
+
+    @property
+    def configuration(self) -> Configuration:
+        return self._transport.configuration
 
     def observe(self, observer: RequestObserver) -> None:
         """Call `observer` after every request from now on (metrics, benchmarks, tests)."""
-        self._observers.append(observer)
-
-    def _http(self) -> aiohttp.ClientSession:
-        """One pooled session, created on first use inside the running event loop.
-
-        Our own rather than kubernetes-asyncio's RESTClientObject, whose session trusts the
-        environment: aiohttp then re-reads ~/.netrc and the proxy variables in a worker thread on
-        every request, which profiling showed as a fifth of the provider's CPU at scale. The proxy
-        is resolved once, at construction, instead.
-        """
-        if self._session is None:
-            connector = aiohttp.TCPConnector(limit=64, ssl=ssl_context(self.configuration))
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=2**21)
-        return self._session
-
-    def _request_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {}
-        if self._proxy:
-            options["proxy"] = self._proxy
-            if self.configuration.proxy_headers:
-                options["proxy_headers"] = self.configuration.proxy_headers
-        if self.configuration.tls_server_name:
-            options["server_hostname"] = self.configuration.tls_server_name
-        return options
+        self._transport.observers.append(observer)
 
     @classmethod
     async def connect(
@@ -97,27 +60,13 @@ class KubeClient:
         return cls(configuration, user_agent=user_agent, observers=observers)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._transport.close()
 
     async def __aenter__(self) -> KubeClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    # -- transport -------------------------------------------------------------------------
-
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
-        if content_type:
-            headers["Content-Type"] = content_type
-        settings = await self.configuration.auth_settings()
-        for setting in settings.values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        return headers
 
     async def request(
         self,
@@ -131,40 +80,17 @@ class KubeClient:
         resource: str = "",
         name: str | None = None,
     ) -> Any:
-        query = dict(query or {})
-        url = f"{self.configuration.host}{path}"
-        headers = await self._headers(content_type or ("application/json" if body is not None else None))
-        started = time.perf_counter()
-        code = 0
-        try:
-            with _transport_errors():
-                raw, code = await self._send(method, url, query, headers, body, timeout)
-        finally:
-            for observe in self._observers:
-                observe(_verb(method, query, name), resource, code, time.perf_counter() - started)
-        if not 200 <= code <= 299:
-            raise api_error(code, raw)
-        return decode.loads(raw) if raw else {}
-
-    async def _send(
-        self,
-        method: str,
-        url: str,
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: Any,
-        timeout: float | None,
-    ) -> tuple[bytes, int]:
-        async with self._http().request(
+        """Any request by path (for what no verb below covers); the decoded answer."""
+        return await self._transport.request(
             method,
-            url,
-            params=query or None,
-            headers=headers,
-            data=json_codec.dumps(body) if body is not None else None,
-            timeout=aiohttp.ClientTimeout(total=timeout),
-            **self._request_options(),
-        ) as response:
-            return await response.read(), response.status
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            resource=resource,
+            name=name,
+        )
 
     # -- verbs -----------------------------------------------------------------------------
 
@@ -241,33 +167,15 @@ class KubeClient:
         }
         if label_selector:
             query["labelSelector"] = label_selector
-        url = f"{self.configuration.host}{res.path(namespace)}"
-        headers = await self._headers(None)
-        started = time.perf_counter()
-        with _transport_errors():
-            response = await self._http().request(
-                "GET",
-                url,
-                params=query,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30),
-                **self._request_options(),
-            )
-        for observe in self._observers:
-            observe("watch", str(res), response.status, time.perf_counter() - started)
-        try:
-            with _transport_errors():
-                if response.status != 200:
-                    raise api_error(response.status, await response.read())
-                async for line in response.content:
-                    if not line.strip():
-                        continue
-                    event = decode.loads(line)
-                    if event.get("type") == "ERROR":
-                        raise api_error_from_status(int(event["object"].get("code", 500)), event["object"])
-                    yield event
-        finally:
-            response.release()
+        stream = self._transport.stream_lines(
+            res.path(namespace), query, resource=str(res), read_timeout=timeout_seconds + 30
+        )
+        async with aclosing(stream) as lines:  # the response is released however the caller stops
+            async for line in lines:
+                event = decode.loads(line)
+                if event.get("type") == "ERROR":
+                    raise api_error_from_status(int(event["object"].get("code", 500)), event["object"])
+                yield event
 
     async def apply(
         self,
@@ -400,14 +308,3 @@ def _label(res: Resource, subresource: str) -> str:
 
 def _manager_query(field_manager: str | None) -> dict[str, str]:
     return {"fieldManager": field_manager} if field_manager else {}
-
-
-@contextmanager
-def _transport_errors() -> Iterator[None]:
-    """aiohttp's and the socket layer's failures as the client's own types."""
-    try:
-        yield
-    except TimeoutError as err:
-        raise RequestTimeout(str(err) or "request timed out") from err
-    except (aiohttp.ClientError, OSError) as err:
-        raise TransportError(str(err) or type(err).__name__) from err

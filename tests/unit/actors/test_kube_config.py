@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from actors.client import config
+from actors.client import lean_import
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,7 +47,7 @@ def test_lock_files_pin_every_declared_dependency_within_its_range() -> None:
 
 def test_the_lean_import_is_written_for_the_locked_and_installed_version() -> None:
     locked = pins(ROOT / "requirements/runtime.lock")["kubernetes-asyncio"]
-    assert locked == config.WRITTEN_FOR
+    assert locked == lean_import.WRITTEN_FOR
     assert importlib.metadata.version("kubernetes_asyncio") == locked
 
 
@@ -55,6 +55,10 @@ def test_lean_import_loads_no_models_and_the_full_library_still_imports() -> Non
     probe = """
 import sys
 import actors.client
+assert "kubernetes_asyncio" not in sys.modules, "importing the runtime imported kubernetes-asyncio"
+actors.use_lean_kubernetes_asyncio()
+from actors.client.config import load_configuration
+from kubernetes_asyncio.config import kube_config
 assert not [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.models.")], "models loaded"
 assert not [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.api.")], "API classes loaded"
 from kubernetes_asyncio.client import CoreV1Api, V1ObjectMeta
