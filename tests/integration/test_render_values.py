@@ -18,8 +18,7 @@ import yaml
 
 from provider.cli import main
 from provider.model.settings import ProviderSettings, SettingsError
-from provider.shared.catalog_actors import parse_model_catalog
-from provider.shared.catalogs import parse_lora_catalog
+from provider.shared.catalogs import parse_lora_catalog, parse_model_catalog
 from provider.tools.chart_values import deployment_env, load_values
 from tests.support.chart import container
 from tests.support.helm import helm

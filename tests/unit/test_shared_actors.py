@@ -11,8 +11,8 @@ import pytest
 from actors.interface import KubeObject
 from provider.model.settings import ProviderSettings
 from provider.shared.ai_gateway import AIGatewayActor, gateway_base_url, uses_ai_gateway
-from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor, parse_model_catalog
-from provider.shared.catalogs import CatalogError
+from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
+from provider.shared.catalogs import CatalogError, parse_model_catalog
 from provider.topologies.protocol import CatalogModel, LoraAdapter
 
 

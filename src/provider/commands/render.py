@@ -31,8 +31,13 @@ import yaml
 from actors import KubeObject
 from provider.kserve import KServeProvider
 from provider.model.settings import ProviderSettings, SettingsError
-from provider.shared.catalog_actors import MODEL_CATALOG_ENV, parse_model_catalog
-from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.shared.catalogs import (
+    LORA_CATALOG_ENV,
+    MODEL_CATALOG_ENV,
+    CatalogError,
+    parse_lora_catalog,
+    parse_model_catalog,
+)
 from provider.tools import chart_values
 from provider.tools.definition import DefinitionError
 from provider.tools.generation import CHART_DIR, find_root

@@ -18,7 +18,7 @@ from actors import KubeClient, KubeObject, SharedActor, SharedContext, Wake, wak
 from provider.model.kinds import GATEWAYS
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.topology_params import LlmTopologyParameters
-from provider.topologies.urls import uri_host
+from provider.topologies.urls import default_port, origin
 
 log = structlog.get_logger("provider.gateway")
 
@@ -30,10 +30,6 @@ def uses_ai_gateway(obj: KubeObject) -> bool:
         return LlmTopologyParameters.model_validate(topology.get("parameters") or {}).uses_ai_gateway()
     except ValidationError:
         return False
-
-
-def _default_port(scheme: str) -> int:
-    return 443 if scheme == "https" else 80
 
 
 def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
@@ -48,7 +44,7 @@ def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
     parsed = urlsplit(address)
     if parsed.scheme and parsed.hostname:
         scheme, host = parsed.scheme, parsed.hostname
-        port = parsed.port or _default_port(scheme)
+        port = parsed.port or default_port(scheme)
     else:
         split = urlsplit(f"//{address}")
         try:
@@ -58,8 +54,7 @@ def gateway_base_url(address: str, settings: ProviderSettings) -> str | None:
             pass
     if settings.ai_gateway_hostname:
         host = settings.ai_gateway_hostname
-    origin = uri_host(host) if port == _default_port(scheme) else f"{uri_host(host)}:{port}"
-    return f"{scheme}://{origin}"
+    return origin(scheme, host, port)
 
 
 class AIGatewayActor(SharedActor):

@@ -9,7 +9,6 @@ catalog changes, the Instances that use it are woken and revalidated.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,46 +16,21 @@ from typing import Any
 import anyio
 import structlog
 from anyio.abc import TaskStatus
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from actors import KubeObject, SharedActor, SharedActors, SharedContext, Wake
-from provider.rules.error_messages import first_error_message
-from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, parse_lora_catalog
+from provider.shared.catalogs import (
+    LORA_CATALOG_ENV,
+    MODEL_CATALOG_ENV,
+    CatalogError,
+    parse_lora_catalog,
+    parse_model_catalog,
+)
 from provider.topologies.protocol import CatalogModel, Catalogs, LoraAdapter
 
 log = structlog.get_logger("provider.shared.catalogs")
 
 MODEL_CATALOG_FILE_ENV = "MODEL_CATALOG_FILE"
 LORA_CATALOG_FILE_ENV = "LORA_ADAPTER_CATALOG_FILE"
-MODEL_CATALOG_ENV = "MODEL_CATALOG"
-
-
-class _ModelEntry(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    label: str = ""
-    uri: str
-    gated: bool = False
-
-
-class _ModelList(BaseModel):
-    entries: list[_ModelEntry]
-
-
-def parse_model_catalog(text: str) -> tuple[CatalogModel, ...]:
-    """Chart `models:` as JSON: [{label, uri, gated}]. Later entries win per uri."""
-    if not text.strip():
-        return ()
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"model catalog is not valid JSON: {exc}") from None
-    try:
-        entries = _ModelList.model_validate({"entries": raw}).entries
-    except ValidationError as exc:
-        raise CatalogError(f"model catalog {first_error_message('', exc).removeprefix('entries.')}") from None
-    by_uri = {e.uri.strip(): CatalogModel(label=e.label or e.uri, uri=e.uri.strip(), gated=e.gated) for e in entries}
-    return tuple(m for uri, m in by_uri.items() if uri)
 
 
 def _uses_llm(obj: KubeObject) -> bool:

@@ -1,4 +1,5 @@
-"""The chart's LoRA adapter catalog (`LORA_ADAPTER_CATALOG`, a JSON list of {label, name, uri}).
+"""The chart's catalogs, parsed: the LoRA adapter catalog (`LORA_ADAPTER_CATALOG`, a JSON list of
+{label, name, uri}) and the model catalog (`MODEL_CATALOG`, a JSON list of {label, uri, gated}).
 
 The Go provider's rules are kept: entries without a name or uri are skipped and a later entry with
 the same name replaces an earlier one. Unlike Go, a malformed catalog is not silently empty:
@@ -16,9 +17,10 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from provider.rules.error_messages import first_error_message
-from provider.topologies.protocol import Catalogs, LoraAdapter
+from provider.topologies.protocol import CatalogModel, Catalogs, LoraAdapter
 
 LORA_CATALOG_ENV: Final = "LORA_ADAPTER_CATALOG"
+MODEL_CATALOG_ENV: Final = "MODEL_CATALOG"
 
 
 class CatalogError(ValueError):
@@ -67,3 +69,31 @@ def lora_catalog_from(path: str | None, environ: Mapping[str, str]) -> Catalogs:
     environment's `LORA_ADAPTER_CATALOG`. Raises OSError or CatalogError."""
     text = Path(path).read_text(encoding="utf-8") if path else environ.get(LORA_CATALOG_ENV, "")
     return Catalogs(lora_adapters=parse_lora_catalog(text))
+
+
+class _ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    label: str = ""
+    uri: str
+    gated: bool = False
+
+
+class _ModelList(BaseModel):
+    entries: list[_ModelEntry]
+
+
+def parse_model_catalog(text: str) -> tuple[CatalogModel, ...]:
+    """Chart `models:` as JSON: [{label, uri, gated}]. Later entries win per uri."""
+    if not text.strip():
+        return ()
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"model catalog is not valid JSON: {exc}") from None
+    try:
+        entries = _ModelList.model_validate({"entries": raw}).entries
+    except ValidationError as exc:
+        raise CatalogError(f"model catalog {first_error_message('', exc).removeprefix('entries.')}") from None
+    by_uri = {e.uri.strip(): CatalogModel(label=e.label or e.uri, uri=e.uri.strip(), gated=e.gated) for e in entries}
+    return tuple(m for uri, m in by_uri.items() if uri)

@@ -23,17 +23,25 @@ def uri_host(host: str) -> str:
         return host
 
 
+def default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def origin(scheme: str, host: str, port: int) -> str:
+    """`scheme://host[:port]`, the port left out when it is the scheme's default."""
+    authority = uri_host(host) if port == default_port(scheme) else f"{uri_host(host)}:{port}"
+    return f"{scheme}://{authority}"
+
+
 def connection_details(
     scheme: str, host: str, port: int, *, kind: str = CONNECTION_TYPE, path: str = ""
 ) -> ConnectionDetails:
-    default = 443 if scheme == "https" else 80
-    authority = uri_host(host) if port == default else f"{uri_host(host)}:{port}"
     return ConnectionDetails(
-        type=kind, provider=names.PROVIDER_NAME, host=host, port=str(port), uri=f"{scheme}://{authority}{path}"
+        type=kind, provider=names.PROVIDER_NAME, host=host, port=str(port), uri=origin(scheme, host, port) + path
     )
 
 
-def url_details(url: str, *, kind: str = CONNECTION_TYPE, default_port: int | None = None) -> ConnectionDetails | None:
+def url_details(url: str, *, kind: str = CONNECTION_TYPE) -> ConnectionDetails | None:
     """Details from a URL KServe or the AI Gateway published; the path is kept in the uri."""
     try:
         parts = urlsplit(url)
@@ -42,6 +50,5 @@ def url_details(url: str, *, kind: str = CONNECTION_TYPE, default_port: int | No
         return None
     if not parts.hostname or parts.scheme not in ("http", "https"):
         return None
-    if port is None:
-        port = default_port or (443 if parts.scheme == "https" else 80)
+    port = default_port(parts.scheme) if port is None else port
     return connection_details(parts.scheme, parts.hostname, port, kind=kind, path=parts.path.rstrip("/"))
