@@ -42,9 +42,9 @@ class TimedNullProvider(NullProvider):
         super().__init__()
         self.first_reconcile: dict[str, float] = {}
 
-    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
         self.first_reconcile.setdefault(ctx.key.name, time.perf_counter())
-        return await super().desired(ctx)
+        return await super().desired(ctx, valid)
 
 
 async def converge(plane: ControlPlane, kube: KubeClient, n: int) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 The runtime owns everything that is the same for every OpenEverest provider: the finalizer, the
 state machine, applying and pruning derived objects, writing status and the connection Secret.
-A provider only answers four questions about one Instance: is it valid, what objects should
-exist, what is its status given what exists, and what extra cleanup is needed.
+A provider only answers four questions about one Instance: is it valid (and what did it read),
+what objects should exist, what is its status given what exists, and what extra cleanup is needed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from actors.client.resource import KubeObject, ObjectKey, Resource
 
@@ -125,7 +125,11 @@ class ReconcileContext:
         return ObjectKey(meta["namespace"], meta["name"])
 
 
-class Provider(Protocol):
+# What a provider read of an Instance while validating it (its own type: a parsed model, say).
+Valid = TypeVar("Valid")
+
+
+class Provider(Protocol[Valid]):
     """A provider for the runtime. Implemented for KServe in `provider.kserve`."""
 
     @property
@@ -144,11 +148,13 @@ class Provider(Protocol):
         """Every kind the provider may create: watched, inventoried and pruned by the runtime."""
         ...
 
-    async def validate(self, ctx: ReconcileContext) -> None:
-        """Raise ValidationFailed with a specific message for bad input."""
+    async def validate(self, ctx: ReconcileContext) -> Valid:
+        """Raise ValidationFailed with a specific message for bad input; otherwise return what was
+        read of the Instance, which desired() and status() of the same pass receive (an Instance is
+        parsed and validated once per pass)."""
         ...
 
-    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+    async def desired(self, ctx: ReconcileContext, valid: Valid) -> list[KubeObject]:
         """The objects that should exist for this Instance (without ownership metadata).
 
         The runtime stamps labels and the controller ownerReference, applies each one with
@@ -156,7 +162,7 @@ class Provider(Protocol):
         """
         ...
 
-    async def status(self, ctx: ReconcileContext) -> StatusReport:
+    async def status(self, ctx: ReconcileContext, valid: Valid) -> StatusReport:
         """Map the observed derived objects onto the Instance status."""
         ...
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from pydantic import ValidationError
@@ -20,7 +21,6 @@ from actors import (
     ApiError,
     KubeClient,
     KubeObject,
-    Phase,
     ReconcileContext,
     Resource,
     SharedActors,
@@ -28,7 +28,7 @@ from actors import (
     ValidationFailed,
 )
 from provider.model.instance import Instance
-from provider.model.kinds import LLM_INFERENCE_SERVICE_CONFIG, NODE, OPTIONAL, SERVICE
+from provider.model.kinds import NODE, OPTIONAL, SERVICE
 from provider.model.names import ANNOTATION_DOMAIN, PROVIDER_NAME
 from provider.model.settings import ProviderSettings
 from provider.rules.error_messages import first_error_message
@@ -38,7 +38,6 @@ from provider.rules.quote import quote
 from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import register_catalogs
 from provider.shared.namespace_levels import NamespaceLevels
-from provider.topologies.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
 from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
 from provider.topologies.registry import build_topologies
 
@@ -87,20 +86,30 @@ def _one_line_messages() -> Iterator[None]:
         raise
 
 
+@dataclass(frozen=True)
+class Checked:
+    """An Instance that passed validation: the parsed model, its topology and what that topology
+    read (its inputs), handed from `validate` to `desired` and `status` of the same pass."""
+
+    instance: Instance
+    topology: TopologyHandler[Any]
+    inputs: Any
+
+
 class KServeProvider:
     def __init__(
         self,
         settings: ProviderSettings,
         *,
         catalogs: CatalogSource | None = None,
-        topologies: Mapping[str, TopologyHandler] | None = None,
+        topologies: Mapping[str, TopologyHandler[Any]] | None = None,
         gateway_base_url: GatewayAddressSource | None = None,
         namespace_level: NamespaceLevelSource | None = None,
     ) -> None:
         self.settings = settings
         self._namespace_level = namespace_level
         self._catalogs: CatalogSource = catalogs if catalogs is not None else Catalogs()
-        self.topologies: Mapping[str, TopologyHandler] = (
+        self.topologies: Mapping[str, TopologyHandler[Any]] = (
             topologies if topologies is not None else build_topologies(settings)
         )
         self._gateway_base_url = gateway_base_url
@@ -144,7 +153,7 @@ class KServeProvider:
             raise ValidationFailed(f'spec.providerRef.name is {quote(ref)}, but this provider is "{PROVIDER_NAME}"')
         return instance
 
-    def topology_for(self, instance: Instance) -> TopologyHandler:
+    def topology_for(self, instance: Instance) -> TopologyHandler[Any]:
         known = ", ".join(sorted(self.topologies))
         kind = instance.spec.topology.type if instance.spec.topology is not None else None
         if not kind:
@@ -159,25 +168,24 @@ class KServeProvider:
         level = self._namespace_level(namespace) if self._namespace_level is not None else None
         return self.settings.pod_policy(level)
 
-    def check(self, obj: KubeObject, catalogs: Catalogs, policy: PodPolicy | None = None) -> Instance:
-        """Every validation rule; the parsed Instance when it passes. `policy` defaults to the one
-        of the Instance's namespace."""
+    def check(self, obj: KubeObject, catalogs: Catalogs, policy: PodPolicy | None = None) -> Checked:
+        """Every validation rule; what they read when the Instance passes. `policy` defaults to the
+        one of the Instance's namespace."""
         with _one_line_messages():
             instance = self.parse(obj)
-            handler = self.topology_for(instance)
-            handler.validate(instance, catalogs, policy or self.pod_policy(instance.metadata.namespace))
-        return instance
+            topology = self.topology_for(instance)
+            inputs = topology.validate(instance, catalogs, policy or self.pod_policy(instance.metadata.namespace))
+        return Checked(instance, topology, inputs)
 
     def render(
         self, obj: KubeObject, *, catalogs: Catalogs, available: frozenset[Resource] | None = None
     ) -> list[KubeObject]:
-        """The desired objects of one Instance, without ownership metadata. `available` lists the
-        served kinds (optional ones are skipped when absent); None means all of ours."""
+        """The desired objects of one Instance, without ownership metadata, as a first pass would
+        apply them. `available` lists the served kinds (optional ones are skipped when absent); None
+        means all of ours."""
         served = frozenset(self.owned_resources()) if available is None else available
-        with _one_line_messages():
-            instance = self.parse(obj)
-            policy = self.pod_policy(instance.metadata.namespace)
-            return self.topology_for(instance).desired(instance, catalogs, served, policy)
+        checked = self.check(obj, catalogs)
+        return checked.topology.desired(checked.instance, checked.inputs, served)
 
     # -- the runtime's Provider protocol ----------------------------------------------------------
 
@@ -185,48 +193,39 @@ class KServeProvider:
         """The catalogs as published now (an immutable snapshot: no round-trip)."""
         return self._catalogs if isinstance(self._catalogs, Catalogs) else self._catalogs()
 
-    async def validate(self, ctx: ReconcileContext) -> None:
-        self.check(ctx.instance, self.catalogs())
+    async def validate(self, ctx: ReconcileContext) -> Checked:
+        return self.check(ctx.instance, self.catalogs())
 
-    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
-        desired = self.render(ctx.instance, catalogs=self.catalogs(), available=ctx.available)
-        if (in_use := config_still_in_use(desired, ctx.live)) is not None:
-            desired.insert(0, in_use)
-        await self._release_held_config(ctx)
+    async def desired(self, ctx: ReconcileContext, valid: Checked) -> list[KubeObject]:
+        desired = valid.topology.desired(valid.instance, valid.inputs, ctx.available, ctx.live)
+        await self._send_releases(ctx)
         return desired
 
-    async def status(self, ctx: ReconcileContext) -> StatusReport:
-        try:
-            instance = self.parse(ctx.instance)
-            handler = self.topology_for(instance)
-        except ValidationFailed as exc:
-            return StatusReport(Phase.FAILED, exc.message)
+    async def status(self, ctx: ReconcileContext, valid: Checked) -> StatusReport:
         inputs = StatusInputs(
             node_addresses=await self._node_addresses(ctx) if _uses_node_port(ctx.observed) else (),
             gateway_base_url=self._gateway_base_url() if self._gateway_base_url is not None else None,
-            missing=frozenset(r for r in handler.resources() if r not in ctx.available),
+            missing=frozenset(r for r in valid.topology.resources() if r not in ctx.available),
             catalogs=self.catalogs(),
         )
-        return handler.status(instance, ctx.observed, inputs)
+        return valid.topology.status(valid.instance, valid.inputs, ctx.observed, inputs)
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
-        """The runtime deletes every object we own (all carry the Instance's controller reference),
-        including the LLMInferenceService and its config; while the config is held by KServe's
-        finalizer after the service went, KServe is asked to look again (on every retry)."""
-        await self._release_held_config(ctx)
+        """The runtime deletes every object we own (all carry the Instance's controller reference);
+        what another controller still holds of them is released, on every retry."""
+        await self._send_releases(ctx)
 
-    async def _release_held_config(self, ctx: ReconcileContext) -> None:
-        config = held_config(ctx.instance["metadata"]["name"], ctx.live)
-        if config is None:
-            return
-        meta = config["metadata"]
-        touch = {"metadata": {"annotations": {RELEASE_ANNOTATION: datetime.now(UTC).isoformat()}}}
-        log.info("asking KServe to release the config it holds", config=meta["name"])
-        try:
-            await ctx.client.patch(LLM_INFERENCE_SERVICE_CONFIG, meta["namespace"], meta["name"], touch)
-        except ApiError as err:
-            if not err.not_found:
-                raise
+    async def _send_releases(self, ctx: ReconcileContext) -> None:
+        """Every topology's releases: an Instance may hold objects of the topology it had before."""
+        name = ctx.instance["metadata"]["name"]
+        for topology in self.topologies.values():
+            for release in topology.releases(name, ctx.live):
+                log.info("asking KServe to release what it holds", kind=release.resource.kind, name=release.name)
+                try:
+                    await ctx.client.patch(release.resource, release.namespace, release.name, release.patch)
+                except ApiError as err:
+                    if not err.not_found:
+                        raise
 
     async def _node_addresses(self, ctx: ReconcileContext) -> list[str]:
         try:

@@ -20,7 +20,7 @@ from actors.client.known_resources import INSTANCES
 from actors.contract import stamp
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
 from actors.manager.manager import Manager
-from provider.kserve import KServeProvider, build_provider
+from provider.kserve import Checked, KServeProvider, build_provider
 from provider.model import kinds
 from provider.model.kinds import GATEWAYS
 from provider.model.names import PROVIDER_NAME
@@ -268,8 +268,8 @@ def spy_status(provider: KServeProvider, name: str) -> list[str]:
     reports: list[str] = []
     inner = provider.status
 
-    async def status(ctx: ReconcileContext) -> StatusReport:
-        report = await inner(ctx)
+    async def status(ctx: ReconcileContext, valid: Checked) -> StatusReport:
+        report = await inner(ctx, valid)
         if ctx.instance["metadata"]["name"] == name:
             reports.append(f"{report.phase}: {report.message}")
         return report

@@ -28,7 +28,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
-from provider.kserve import KServeProvider
+from provider.kserve import Checked, KServeProvider
 from provider.model.kinds import POD_MONITOR, SERVICE
 from tests.integration.test_conformance_support import (
     TcpProxy,
@@ -67,17 +67,17 @@ class GatedProvider:
     def owned_resources(self) -> Sequence[Resource]:
         return self.inner.owned_resources()
 
-    async def validate(self, ctx: ReconcileContext) -> None:
-        await self.inner.validate(ctx)
+    async def validate(self, ctx: ReconcileContext) -> Checked:
+        return await self.inner.validate(ctx)
 
-    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+    async def desired(self, ctx: ReconcileContext, valid: Checked) -> list[KubeObject]:
         self.arrived += 1
         if self.arrived > self.pass_first:
             await self.gate.wait()
-        return await self.inner.desired(ctx)
+        return await self.inner.desired(ctx, valid)
 
-    async def status(self, ctx: ReconcileContext) -> StatusReport:
-        return await self.inner.status(ctx)
+    async def status(self, ctx: ReconcileContext, valid: Checked) -> StatusReport:
+        return await self.inner.status(ctx, valid)
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
         await self.inner.cleanup(ctx)

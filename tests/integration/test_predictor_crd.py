@@ -76,7 +76,8 @@ async def create_instance(kube: KubeClient, namespace: str, parameters: dict[str
 
 def desired(instance: KubeObject) -> KubeObject:
     """What the runtime applies: the translation, stamped with our labels and ownerReference."""
-    (obj,) = TOPOLOGY.desired(Instance.model_validate(instance), Catalogs(), frozenset())
+    parsed = Instance.model_validate(instance)
+    (obj,) = TOPOLOGY.desired(parsed, TOPOLOGY.validate(parsed, Catalogs()), frozenset())
     return stamp(obj, instance, PROVIDER)
 
 

@@ -41,7 +41,7 @@ class NullProvider:
         if "size" in params and not isinstance(params["size"], int):
             raise ValidationFailed("topology.parameters.size: Input should be a valid integer")
 
-    async def desired(self, ctx: ReconcileContext) -> list[KubeObject]:
+    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
         meta = ctx.instance["metadata"]
         params = (ctx.instance["spec"].get("topology") or {}).get("parameters") or {}
         objects: list[KubeObject] = [
@@ -58,7 +58,7 @@ class NullProvider:
             )
         return objects
 
-    async def status(self, ctx: ReconcileContext) -> StatusReport:
+    async def status(self, ctx: ReconcileContext, valid: None) -> StatusReport:
         meta = ctx.instance["metadata"]
         host = f"{meta['name']}.{meta['namespace']}.svc.cluster.local"
         if not self.ready:

@@ -33,7 +33,7 @@ async def system_running(system: ActorSystem) -> AsyncIterator[None]:
 @asynccontextmanager
 async def running_manager(
     controlplane: Any,
-    provider: Provider,
+    provider: Provider[Any],
     namespace: str,
     *,
     shared: SharedActors | None = None,

@@ -20,7 +20,16 @@ from provider.rules.pod_security import PodPolicy
 from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
 from provider.topologies.llm.handler import LlmTopology
-from provider.topologies.protocol import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
+from provider.topologies.protocol import (
+    Catalogs,
+    Live,
+    LoraAdapter,
+    Observed,
+    Release,
+    StatusInputs,
+    TopologyHandler,
+    nothing_live,
+)
 
 from .llm.builders import CATALOG, instance_dict
 
@@ -43,17 +52,16 @@ class FakeTopology:
             raise ValidationFailed("fake: no catalog")
 
     def desired(
-        self,
-        instance: Instance,
-        catalogs: Catalogs,
-        available: frozenset[Resource],
-        policy: PodPolicy | None = None,
+        self, instance: Instance, inputs: None, available: frozenset[Resource], live: Live = nothing_live
     ) -> list[KubeObject]:
         return [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": instance.metadata.name}}]
 
-    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
-        self.seen.append(inputs)
+    def status(self, instance: Instance, inputs: None, observed: Observed, context: StatusInputs) -> StatusReport:
+        self.seen.append(context)
         return StatusReport(Phase.READY)
+
+    def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
+        return ()
 
 
 class FakeClient:
@@ -70,7 +78,7 @@ class FakeClient:
 
 
 def provider(**kwargs: Any) -> KServeProvider:
-    topologies: dict[str, TopologyHandler] = {"llm": LlmTopology(SETTINGS), "predictor": FakeTopology()}
+    topologies: dict[str, TopologyHandler[Any]] = {"llm": LlmTopology(SETTINGS), "predictor": FakeTopology()}
     return KServeProvider(SETTINGS, topologies=topologies, **kwargs)
 
 
@@ -87,6 +95,17 @@ def ctx(
         available=frozenset(kinds.OWNED) if available is None else available,
         observed=observed or {},
     )
+
+
+async def desired(kserve: KServeProvider, context: ReconcileContext) -> list[KubeObject]:
+    """What a pass applies: validated once, then desired from what validation read."""
+    return await kserve.desired(context, await kserve.validate(context))
+
+
+async def status(kserve: KServeProvider, context: ReconcileContext) -> StatusReport:
+    """What a pass reports: validated once (against the test catalog), then the status mapping of
+    what validation read."""
+    return await kserve.status(context, kserve.check(context.instance, CATALOG))
 
 
 def node(*addresses: tuple[str, str]) -> KubeObject:
@@ -209,25 +228,26 @@ async def test_catalog_snapshot_source() -> None:
 
 
 async def test_desired_uses_available_kinds() -> None:
-    objs = await provider().desired(ctx(instance_dict(), available=frozenset({kinds.LLM_INFERENCE_SERVICE})))
+    objs = await desired(provider(), ctx(instance_dict(), available=frozenset({kinds.LLM_INFERENCE_SERVICE})))
     assert [o["kind"] for o in objs] == ["LLMInferenceService"]
 
 
 async def test_desired_equals_render() -> None:
     obj = instance_dict({"config": "replicas: 2"}, topology={"externalAccess": "LoadBalancer"})
-    assert await provider(catalogs=CATALOG).desired(ctx(obj)) == provider().render(obj, catalogs=CATALOG)
+    assert await desired(provider(catalogs=CATALOG), ctx(obj)) == provider().render(obj, catalogs=CATALOG)
 
 
-async def test_status_of_an_unparseable_instance() -> None:
+async def test_an_unparseable_instance_fails_validation_before_any_status() -> None:
     obj = instance_dict(topology_type="batch")
-    report = await provider().status(ctx(obj))
-    assert (report.phase, report.message) == (Phase.FAILED, 'unsupported topology "batch" (one of: llm, predictor)')
+    with pytest.raises(ValidationFailed) as info:  # the runtime writes Failed with this message
+        await status(provider(), ctx(obj))
+    assert info.value.message == 'unsupported topology "batch" (one of: llm, predictor)'
 
 
 async def test_status_reports_missing_optional_kinds() -> None:
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
-    await kserve.status(ctx(instance_dict(topology_type="predictor"), available=frozenset({kinds.SERVICE})))
+    await status(kserve, ctx(instance_dict(topology_type="predictor"), available=frozenset({kinds.SERVICE})))
     assert fake.seen[0].missing == frozenset({OTHER})
     assert fake.seen[0].node_addresses == ()
 
@@ -237,10 +257,10 @@ async def test_status_lists_nodes_only_for_node_ports() -> None:
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
     obj = instance_dict(topology_type="predictor")
-    await kserve.status(ctx(obj, client=client))
+    await status(kserve, ctx(obj, client=client))
     assert client.calls == []
     node_port = {(kinds.SERVICE, "chat-external"): {"kind": "Service", "spec": {"type": "NodePort"}}}
-    await kserve.status(ctx(obj, client=client, observed=node_port))
+    await status(kserve, ctx(obj, client=client, observed=node_port))
     assert client.calls == [kinds.NODE]
     assert fake.seen[1].node_addresses == ["1.2.3.4", "10.0.0.1", "10.0.0.2"]
 
@@ -250,7 +270,7 @@ async def test_node_listing_errors_leave_no_addresses() -> None:
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
     observed = {(kinds.SERVICE, "x"): {"kind": "Service", "spec": {"type": "NodePort"}}}
-    await kserve.status(ctx(instance_dict(topology_type="predictor"), client=client, observed=observed))
+    await status(kserve, ctx(instance_dict(topology_type="predictor"), client=client, observed=observed))
     assert fake.seen[0].node_addresses == []
 
 
@@ -260,12 +280,12 @@ async def test_status_passes_the_gateway_address() -> None:
 
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake}, gateway_base_url=address)
-    await kserve.status(ctx(instance_dict(topology_type="predictor")))
+    await status(kserve, ctx(instance_dict(topology_type="predictor")))
     assert fake.seen[0].gateway_base_url == "http://203.0.113.50"
 
 
 async def test_status_of_an_llm_instance() -> None:
-    report = await provider().status(ctx(instance_dict()))
+    report = await status(provider(), ctx(instance_dict()))
     assert (report.phase, report.message) == (Phase.PROVISIONING, "Waiting for LLMInferenceService")
 
 

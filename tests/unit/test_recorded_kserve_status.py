@@ -12,6 +12,7 @@ import json
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.llm.status import CONFIG_FAILURES
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import StatusInputs
+from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kserve"
 PENDING = "Deployment does not have minimum availability."
@@ -42,10 +43,13 @@ def report(name: str, kserve: KubeObject | None = None, phase: Phase | None = No
     if phase is not None:
         instance = {**instance, "status": {"phase": phase.value}}
     obj = kserve or recorded
-    topology = LlmTopology(ProviderSettings()) if obj["kind"] == "LLMInferenceService" else PredictorTopology()
+    topology: TopologyHandler[Any] = (
+        LlmTopology(ProviderSettings()) if obj["kind"] == "LLMInferenceService" else PredictorTopology()
+    )
     resource = kinds.LLM_INFERENCE_SERVICE if obj["kind"] == "LLMInferenceService" else kinds.INFERENCE_SERVICE
     observed = {(resource, obj["metadata"]["name"]): obj}
-    return topology.status(Instance.model_validate(instance), observed, StatusInputs())
+    parsed = Instance.model_validate(instance)
+    return topology.status(parsed, topology.validate(parsed, Catalogs()), observed, StatusInputs())
 
 
 def condition(result: StatusReport, type_: str) -> Condition:

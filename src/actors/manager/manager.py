@@ -29,13 +29,14 @@ from actors.cache.owned_kinds import OwnedKinds
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
 from actors.contract import LABEL_PROVIDER
-from actors.interface import KubeObject, Provider, ReconcileContext, ValidationFailed
+from actors.interface import KubeObject, Provider, ReconcileContext
 from actors.manager.leader import LeaderElector
 from actors.manager.options import ManagerOptions
 from actors.manager.shared import SharedActors, SharedContext, informer_watch
 from actors.observe.metrics import RuntimeMetrics
 from actors.queue.actor_system import ActorSystem
 from actors.reconcile.reconciler import InstanceReconciler, RuntimeConfig
+from actors.reconcile.validate import validate
 from actors.reconcile.versions import effective_bundle, version_problem
 from actors.serve import endpoints
 from actors.status.writer import StatusWriter
@@ -60,7 +61,7 @@ class Manager:
     def __init__(
         self,
         client: KubeClient,
-        provider: Provider,
+        provider: Provider[Any],
         *,
         options: ManagerOptions | None = None,
         shared: SharedActors | None = None,
@@ -235,16 +236,16 @@ class Manager:
     # -- validation endpoint --------------------------------------------------------------
 
     async def validate(self, obj: KubeObject) -> str | None:
-        """The reconcile-time checks (bounds, version bundle, then the provider's), for /validate."""
-        problem = self.options.limits.problem(obj) or version_problem(obj, self.providers)
-        if problem is not None:
-            return problem
-        ctx = ReconcileContext(instance=obj, client=self.client, available=self.kinds.available())
-        try:
-            await self.provider.validate(ctx)
-        except ValidationFailed as err:
-            return err.message
-        return None
+        """The reconcile-time Validate step (bounds, version bundle, the provider's rules), for /validate."""
+        available = self.kinds.available()
+        validated = await validate(
+            self.provider,
+            obj,
+            providers=self.providers,
+            limits=self.options.limits,
+            context=lambda instance: ReconcileContext(instance=instance, client=self.client, available=available),
+        )
+        return validated if isinstance(validated, str) else None
 
     def published_schema(self) -> dict[str, Any] | None:
         provider = self.providers.get(self.provider.name)

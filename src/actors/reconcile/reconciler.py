@@ -1,13 +1,13 @@
 """The per-Instance state machine: finalizer, Validate, Sync, Status; on deletion Cleanup.
 
 Mirrors the OpenEverest Go provider-runtime step for step (finalizer and provider label first,
-version-bundle check, Validate on the stored Instance, Sync and Status on a copy with component
-versions resolved from the bundle, the `<instance>-conn` Secret, status written through the status
-subresource) and goes further where users need it: bounds on what one Instance may cost, validation
-errors carry their message onto status without a retry storm, apply conflicts and name clashes are
-named, status is written only when it changed and always in a form the CRD accepts, deletion waits
-until every object we own is gone, and an Instance handed to another provider is released (our
-objects removed, our finalizer taken off) instead of forgotten.
+version-bundle check, Validate, Sync and Status on a copy with component versions resolved from the
+bundle, the `<instance>-conn` Secret, status written through the status subresource) and goes
+further where users need it: bounds on what one Instance may cost, validation errors carry their
+message onto status without a retry storm, apply conflicts and name clashes are named, status is
+written only when it changed and always in a form the CRD accepts, deletion waits until every object
+we own is gone, and an Instance handed to another provider is released (our objects removed, our
+finalizer taken off) instead of forgotten.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import structlog
 from opentelemetry import trace
 
-from actors.apply.applier import Applier
+from actors.apply.applier import Applier, SyncResult
 from actors.apply.conflicts import ApplyConflict, NameClash, ResourceNotServed
 from actors.apply.write_ledger import WriteLedger
 from actors.cache.limits import InstanceLimits
@@ -38,19 +39,14 @@ from actors.interface import (
     ReconcileContext,
     Resource,
     StatusReport,
-    ValidationFailed,
     WaitFor,
 )
 from actors.observe.metrics import RuntimeMetrics
 from actors.observe.tracing import span
 from actors.queue.actor_system import Action
 from actors.reconcile import finalizer
-from actors.reconcile.versions import (
-    awaiting_provider,
-    effective_bundle,
-    resolve_versions,
-    version_problem,
-)
+from actors.reconcile.validate import Validated, validate
+from actors.reconcile.versions import awaiting_provider
 from actors.status.connection_secret import connection_secret
 from actors.status.writer import StatusWriter
 
@@ -59,6 +55,7 @@ tracer = trace.get_tracer("actors.reconcile.reconciler")
 
 COND_VALID = "Valid"
 COND_SYNCED = "Synced"
+VALID = Condition(COND_VALID, "True", "Validated", "")
 # How often an Instance whose derived name is taken by a foreign object looks again (foreign
 # objects are not watched, so no event says when the name is free).
 NAME_CLASH_RETRY = 30.0
@@ -80,7 +77,7 @@ class InstanceReconciler:
         self,
         *,
         client: KubeClient,
-        provider: Provider,
+        provider: Provider[Any],
         config: RuntimeConfig,
         instances: Mapping[str, KubeObject],
         providers: Mapping[str, KubeObject],
@@ -158,7 +155,7 @@ class InstanceReconciler:
         meta = instance["metadata"]
         ours = provider_name(instance) == self.config.provider_name
         if meta.get("deletionTimestamp") or not ours:
-            return await self._release(key, instance, ours=ours)
+            return await self._cleanup(key, instance, ours=ours)
         labels = meta.get("labels") or {}
         recheck = False
         if not holds_finalizer(instance) or labels.get(LABEL_PROVIDER) != self.config.provider_name:
@@ -193,42 +190,39 @@ class InstanceReconciler:
 
     async def _validate_and_sync(self, key: str, instance: KubeObject) -> Action:
         with self._step("validate"):
-            problem = await self._problem(key, instance)
-        if problem is not None:
-            log.info("validation failed", reason=problem[:500])
+            validated = await validate(
+                self.provider,
+                instance,
+                providers=self.providers,
+                limits=self.config.limits,
+                context=self._context,
+                rejected=self.rejected.get(key),
+            )
+        if isinstance(validated, str):
+            log.info("validation failed", reason=validated[:500])
             await self.status.write(
                 instance,
-                StatusReport(Phase.FAILED, problem),
-                runtime=[Condition(COND_VALID, "False", "ValidationFailed", problem)],
+                StatusReport(Phase.FAILED, validated),
+                runtime=[Condition(COND_VALID, "False", "ValidationFailed", validated)],
             )
             # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
             # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
             # is retried with backoff, as the Go runtime does.
             return Action(failed=awaiting_provider(instance, self.providers))
-        return await self._sync(instance)
+        synced = await self._sync(instance, validated)
+        if isinstance(synced, Action):
+            return synced
+        return await self._status(instance, validated, synced)
 
-    async def _problem(self, key: str, instance: KubeObject) -> str | None:
-        """Why the Instance cannot be reconciled (bounds, version bundle, the provider's rules)."""
-        problem = (
-            self.rejected.get(key) or self.config.limits.problem(instance) or version_problem(instance, self.providers)
-        )
-        if problem is None:
-            try:
-                await self.provider.validate(self._context(instance))
-            except ValidationFailed as err:
-                problem = err.message
-        return problem
-
-    async def _sync(self, instance: KubeObject) -> Action:
-        meta = instance["metadata"]
-        bundle = effective_bundle(instance, self.providers)
-        ctx = self._context(resolve_versions(instance, self.providers, bundle))
-        valid = Condition(COND_VALID, "True", "Validated", "")
+    async def _sync(self, instance: KubeObject, validated: Validated) -> SyncResult | Action:
+        """Sync: apply the desired objects, prune the ones no longer desired; an Action when the
+        pass cannot go on to Status."""
+        ctx = validated.ctx
+        force = (instance["metadata"].get("annotations") or {}).get(self.config.force_annotation) == "true"
         try:
             with self._step("sync"):
-                desired = await self.provider.desired(ctx)
-                force = (meta.get("annotations") or {}).get(self.config.force_annotation) == "true"
-                synced = await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
+                desired = await self.provider.desired(ctx, validated.valid)
+                return await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
         except WaitFor as wait:
             return Action(requeue_after=wait.seconds)
         except ResourceNotServed as gone:
@@ -238,17 +232,20 @@ class InstanceReconciler:
             self._not_served(gone.resource)
             return Action(requeue_after=0.0)
         except (ApplyConflict, NameClash, ApiError) as err:
-            return await self._sync_failed(instance, err, valid, bundle)
+            return await self._sync_failed(instance, err, validated.bundle)
 
+    async def _status(self, instance: KubeObject, validated: Validated, synced: SyncResult) -> Action:
+        """Status: the provider's report on what Sync left, the connection Secret, then status."""
+        ctx = validated.ctx
         ctx.observed = synced.observed
         with self._step("status"):
-            report = await self.provider.status(ctx)
+            report = await self.provider.status(ctx, validated.valid)
             secret, clash = await connection_secret(self.applier, ctx.instance, report.connection, synced)
             await self.status.write(
                 instance,
                 report,
-                runtime=[valid, Condition(COND_SYNCED, "True", "Applied", "")],
-                bundle=bundle,
+                runtime=[VALID, Condition(COND_SYNCED, "True", "Applied", "")],
+                bundle=validated.bundle,
                 connection_secret=secret,
                 connection_problem=clash,
                 complete=True,
@@ -261,7 +258,7 @@ class InstanceReconciler:
             return Action(requeue_after=self.config.poll_not_ready)
         return Action()
 
-    async def _sync_failed(self, instance: KubeObject, err: Exception, valid: Condition, bundle: str | None) -> Action:
+    async def _sync_failed(self, instance: KubeObject, err: Exception, bundle: str | None) -> Action:
         """Say on status why the derived objects could not be written, and when to try again."""
         if isinstance(err, ApplyConflict):
             reason, message, phase = "ApplyConflict", f"apply conflict: {err}", Phase.FAILED
@@ -273,7 +270,7 @@ class InstanceReconciler:
         await self.status.write(
             instance,
             StatusReport(phase, message),
-            runtime=[valid, Condition(COND_SYNCED, "False", reason, str(err))],
+            runtime=[VALID, Condition(COND_SYNCED, "False", reason, str(err))],
             bundle=bundle,
             keep_phase=True,
         )
@@ -294,8 +291,8 @@ class InstanceReconciler:
 
     # -- deletion, and an Instance handed to another provider -----------------------------
 
-    async def _release(self, key: str, instance: KubeObject, *, ours: bool) -> Action:
-        """Delete every object we own, then take our finalizer off: on deletion, or when the
+    async def _cleanup(self, key: str, instance: KubeObject, *, ours: bool) -> Action:
+        """Cleanup: delete every object we own, then take our finalizer off: on deletion, or when the
         Instance's providerRef moved to another provider (whose finalizer it then is, once that
         provider's runtime has put its own label on)."""
         meta = instance["metadata"]

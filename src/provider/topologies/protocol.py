@@ -1,15 +1,17 @@
 """What one topology (llm, predictor) must provide: pure functions of their inputs.
 
-`provider.kserve.KServeProvider` adapts these to the runtime's async `actors.interface.Provider`,
-gathering the inputs that need API reads (node addresses, the AI Gateway address) first, so that
-validation, translation and status mapping stay testable without a cluster.
+`provider.kserve.KServeProvider` adapts these to the runtime's async `actors.Provider`, gathering
+the inputs that need API reads (node addresses, the AI Gateway address) first and sending the
+releases a topology asks for, so that validation, translation and status mapping stay testable
+without a cluster. `validate` returns what the topology read (its inputs), which `desired` and
+`status` take: an Instance is parsed and validated once per pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from actors import KubeObject, Resource, StatusReport
 from provider.model.instance import Instance
@@ -57,31 +59,53 @@ class StatusInputs:
 
 # Observed derived objects by (resource, name).
 Observed = Mapping[tuple[Resource, str], KubeObject]
+# A derived object of the Instance as the runtime's watch last saw it (None when there is none).
+Live = Callable[[Resource, str], KubeObject | None]
+# What a topology read of an Instance while validating it.
+InputsT = TypeVar("InputsT")
 
 
-class TopologyHandler(Protocol):
+def nothing_live(resource: Resource, name: str) -> KubeObject | None:
+    """`Live` outside a cluster (render): no object exists yet."""
+    return None
+
+
+@dataclass(frozen=True)
+class Release:
+    """A merge patch that asks another controller to let go of an object it holds (a finalizer it
+    keeps longer than it should): the runtime cannot delete such an object by itself."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    patch: KubeObject
+
+
+class TopologyHandler(Protocol[InputsT]):
     name: str
 
     def resources(self) -> Sequence[Resource]:
         """Every kind this topology may create (watched, inventoried, pruned)."""
         ...
 
-    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
-        """Raise actors.interface.ValidationFailed with a specific, field-named message. `policy`
-        bounds what pod settings the Instance may pass through (its namespace's Pod Security)."""
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> InputsT:
+        """What the topology reads of `instance`, or actors.ValidationFailed with a specific,
+        field-named message. `policy` bounds what pod settings the Instance may pass through (its
+        namespace's Pod Security)."""
         ...
 
     def desired(
-        self,
-        instance: Instance,
-        catalogs: Catalogs,
-        available: frozenset[Resource],
-        policy: PodPolicy | None = None,
+        self, instance: Instance, inputs: InputsT, available: frozenset[Resource], live: Live = nothing_live
     ) -> list[KubeObject]:
         """Desired objects (no ownership metadata; the runtime stamps it). `available` lists the
-        optional kinds the API server serves, so e.g. a PodMonitor is skipped without its CRD.
-        `policy` as for validate: the rules are checked again, under the same policy."""
+        optional kinds the API server serves, so e.g. a PodMonitor is skipped without its CRD;
+        `live` shows what exists, for an object that must outlive its last use."""
         ...
 
-    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
+    def status(self, instance: Instance, inputs: InputsT, observed: Observed, context: StatusInputs) -> StatusReport:
+        ...
+
+    def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
+        """What of this topology's kinds another controller holds that it should let go of (on
+        every pass and on deletion, whichever topology the Instance has now)."""
         ...

@@ -7,13 +7,14 @@ so the registry holds factories taking `ProviderSettings`. A topology registers 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor.handler import PredictorTopology
 from provider.topologies.protocol import TopologyHandler
 
-TopologyFactory = Callable[[ProviderSettings], TopologyHandler]
+TopologyFactory = Callable[[ProviderSettings], TopologyHandler[Any]]
 
 TOPOLOGIES: dict[str, TopologyFactory] = {
     "llm": LlmTopology,
@@ -21,5 +22,5 @@ TOPOLOGIES: dict[str, TopologyFactory] = {
 }
 
 
-def build_topologies(settings: ProviderSettings) -> dict[str, TopologyHandler]:
+def build_topologies(settings: ProviderSettings) -> dict[str, TopologyHandler[Any]]:
     return {name: factory(settings) for name, factory in TOPOLOGIES.items()}

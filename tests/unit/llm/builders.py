@@ -94,7 +94,8 @@ def desired(
 ) -> dict[str, KubeObject]:
     """Desired objects by kind (each kind appears at most once per Instance)."""
     handler = LlmTopology(settings_ or settings())
-    objects = handler.desired(instance(engine, **kwargs), catalogs, available)
+    parsed = instance(engine, **kwargs)
+    objects = handler.desired(parsed, handler.validate(parsed, catalogs), available)
     by_kind = {obj["kind"]: obj for obj in objects}
     assert len(by_kind) == len(objects)
     return by_kind

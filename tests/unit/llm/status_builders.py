@@ -10,7 +10,7 @@ from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.protocol import StatusInputs
 
-from .builders import GATEWAY_SETTINGS, instance, settings
+from .builders import CATALOG, GATEWAY_SETTINGS, instance, settings
 
 # Status follows the watched objects' events: no report asks for a poll (issue 18).
 NO_POLL = None
@@ -37,7 +37,8 @@ def status(
     by_kind = {r.kind: r for r in kinds.OWNED}  # the fixtures carry a kind, not always an apiVersion
     observed = {(by_kind[obj["kind"]], obj["metadata"]["name"]): obj for obj in objects}
     handler = LlmTopology(settings_ or settings())
-    return handler.status(instance(engine, **kwargs), observed, inputs or StatusInputs())
+    parsed = instance(engine, **kwargs)
+    return handler.status(parsed, handler.validate(parsed, CATALOG), observed, inputs or StatusInputs())
 
 
 def condition(report: StatusReport, type_: str) -> Condition:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from actors.interface import Condition, ConnectionDetails, Phase
+from actors.interface import Condition, ConnectionDetails, Phase, ValidationFailed
 from provider.model import kinds
 from provider.topologies.kserve_conditions import passthrough_conditions
 from provider.topologies.llm.connection_details import gateway_details
@@ -149,13 +149,12 @@ def test_kserve_not_installed() -> None:
     )
 
 
-def test_invalid_instance_at_status_time() -> None:
-    # e.g. the chart turned the AI Gateway off under an Instance that uses it
-    report = status(llmisvc(), topology={"externalAccess": "EnvoyAIGateway"})
-    assert (report.phase, report.message) == (
-        Phase.FAILED,
-        "externalAccess EnvoyAIGateway requires aiGateway.enabled in the provider chart",
-    )
+def test_an_instance_the_chart_no_longer_allows_fails_before_status() -> None:
+    # e.g. the chart turned the AI Gateway off under an Instance that uses it: the pass's Validate
+    # step refuses it (the runtime writes Failed with the message), so no status mapping runs
+    with pytest.raises(ValidationFailed) as info:
+        status(llmisvc(), topology={"externalAccess": "EnvoyAIGateway"})
+    assert info.value.message == "externalAccess EnvoyAIGateway requires aiGateway.enabled in the provider chart"
 
 
 # -- pieces ---------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ def test_translation_matches_golden() -> None:
     instance = Instance.model_validate(yaml.safe_load(EXAMPLE.read_text()))
     owner = instance.model_dump(by_alias=True)
     owner["metadata"]["uid"] = PLACEHOLDER_UID
-    objects = PredictorTopology().desired(instance, Catalogs(), frozenset())
+    topology = PredictorTopology()
+    objects = topology.desired(instance, topology.validate(instance, Catalogs()), frozenset())
     assert [stamp(obj, owner, "provider-kserve") for obj in objects] == golden()
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from actors.interface import Condition, ConnectionDetails, Phase
+from actors.interface import Condition, ConnectionDetails, Phase, StatusReport
+from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.predictor.status import connection_details, predictor_status
-from provider.topologies.protocol import StatusInputs
+from provider.topologies.protocol import Catalogs, Observed, StatusInputs
 
 from .builders import READY_CONDITIONS, cond, instance, isvc, params
 
@@ -25,8 +26,13 @@ NO_RUNTIME = {
 }
 
 
+def status_of(inst: Instance, observed: Observed) -> StatusReport:
+    """The status mapping of a validated Instance, as a pass runs it."""
+    return TOPOLOGY.status(inst, TOPOLOGY.validate(inst, Catalogs()), observed, StatusInputs())
+
+
 def test_no_inference_service_yet() -> None:
-    report = TOPOLOGY.status(instance(), {}, StatusInputs())
+    report = status_of(instance(), {})
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Waiting for InferenceService"
     assert report.conditions == ()
@@ -35,9 +41,9 @@ def test_no_inference_service_yet() -> None:
 
 def test_handler_looks_up_the_inference_service_by_instance_name() -> None:
     observed = {(INFERENCE_SERVICE, "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
-    assert TOPOLOGY.status(instance(), observed, StatusInputs()).phase is Phase.READY
+    assert status_of(instance(), observed).phase is Phase.READY
     other = {(INFERENCE_SERVICE, "other"): isvc(name="other", conditions=READY_CONDITIONS)}
-    assert TOPOLOGY.status(instance(), other, StatusInputs()).phase is Phase.PROVISIONING
+    assert status_of(instance(), other).phase is Phase.PROVISIONING
 
 
 def test_ready_with_cluster_address() -> None:
@@ -253,6 +259,6 @@ def test_connection_details_rejects_garbage(url: str) -> None:
 
 def test_status_does_not_depend_on_parameters() -> None:
     observed = {(INFERENCE_SERVICE, "iris"): isvc(model_status=NO_RUNTIME)}
-    a = TOPOLOGY.status(instance(params(runtime="x")), observed, StatusInputs())
-    b = TOPOLOGY.status(instance(), observed, StatusInputs())
+    a = status_of(instance(params(runtime="x")), observed)
+    b = status_of(instance(), observed)
     assert a == b

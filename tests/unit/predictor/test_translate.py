@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from actors.interface import ValidationFailed
+from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
@@ -16,8 +17,13 @@ from .builders import SKLEARN_URI, instance, params
 TOPOLOGY = PredictorTopology()
 
 
+def desired(inst: Instance) -> list[dict[str, Any]]:
+    """What a pass applies: the Instance validated, then translated."""
+    return TOPOLOGY.desired(inst, TOPOLOGY.validate(inst, Catalogs()), frozenset())
+
+
 def render(parameters: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-    objects = TOPOLOGY.desired(instance(parameters, **kwargs), Catalogs(), frozenset())
+    objects = desired(instance(parameters, **kwargs))
     assert len(objects) == 1
     return objects[0]
 
@@ -179,13 +185,13 @@ def test_case_variant_keys_translate() -> None:
 
 def test_desired_validates() -> None:
     with pytest.raises(ValidationFailed):
-        TOPOLOGY.desired(instance(params(modelFormat=None)), Catalogs(), frozenset())
+        desired(instance(params(modelFormat=None)))
 
 
 def test_desired_is_pure() -> None:
     inst = instance(params(minReplicas=1), component={"resources": {"limits": {"cpu": "1"}}})
     before = inst.model_dump(by_alias=True)
-    first = TOPOLOGY.desired(inst, Catalogs(), frozenset())
+    first = desired(inst)
     first[0]["spec"]["predictor"]["model"]["resources"]["limits"]["cpu"] = "99"
-    assert TOPOLOGY.desired(inst, Catalogs(), frozenset()) != first
+    assert desired(inst) != first
     assert inst.model_dump(by_alias=True) == before

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
-from actors import KubeObject, Phase, Resource, StatusReport, ValidationFailed
+from actors import KubeObject, Phase, Resource, StatusReport
 from provider.model import kinds
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
+from provider.topologies.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
 from provider.topologies.llm.exposure import external_service
 from provider.topologies.llm.gateway import gateway_objects
+from provider.topologies.llm.inputs import LlmInputs
 from provider.topologies.llm.monitoring import pod_monitor
 from provider.topologies.llm.serviceaccount import model_puller
 from provider.topologies.llm.status import llm_status
-from provider.topologies.llm.validation import read_llm, validate_llm
+from provider.topologies.llm.validation import validate_llm
 from provider.topologies.llm.workload import llm_config, llm_inference_service
-from provider.topologies.protocol import Catalogs, Observed, StatusInputs
+from provider.topologies.protocol import Catalogs, Live, Observed, Release, StatusInputs, nothing_live
 
 
 class LlmTopology:
@@ -31,17 +34,12 @@ class LlmTopology:
     def resources(self) -> Sequence[Resource]:
         return kinds.OWNED
 
-    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
-        validate_llm(instance, catalogs, self.settings, policy)
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> LlmInputs:
+        return validate_llm(instance, catalogs, self.settings, policy)
 
     def desired(
-        self,
-        instance: Instance,
-        catalogs: Catalogs,
-        available: frozenset[Resource],
-        policy: PodPolicy | None = None,
+        self, instance: Instance, inputs: LlmInputs, available: frozenset[Resource], live: Live = nothing_live
     ) -> list[KubeObject]:
-        inputs = validate_llm(instance, catalogs, self.settings, policy)
         wanted: list[KubeObject | None] = [
             model_puller(inputs, self.settings),
             llm_config(inputs),
@@ -51,17 +49,25 @@ class LlmTopology:
             *gateway_objects(inputs, self.settings),
         ]
         by_kind = {r.kind: r for r in kinds.OWNED}
-        return [
+        desired = [
             obj
             for obj in wanted
             if obj is not None and (by_kind[obj["kind"]] not in kinds.OPTIONAL or by_kind[obj["kind"]] in available)
         ]
+        if (in_use := config_still_in_use(desired, live)) is not None:
+            desired.insert(0, in_use)
+        return desired
 
-    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
-        try:
-            llm = read_llm(instance, self.settings)
-        except ValidationFailed as exc:
-            # Validation runs first, so this means the chart settings changed under the Instance.
-            return StatusReport(Phase.FAILED, exc.message)
+    def status(self, instance: Instance, inputs: LlmInputs, observed: Observed, context: StatusInputs) -> StatusReport:
         was_ready = instance.status.get("phase") == Phase.READY.value
-        return llm_status(llm, self.settings, observed, inputs, was_ready=was_ready)
+        return llm_status(inputs, self.settings, observed, context, was_ready=was_ready)
+
+    def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
+        """The Instance's config, when KServe's finalizer holds it after every service let it go:
+        KServe 0.20 can miss that moment, so a touch makes its config controller look again."""
+        config = held_config(instance_name, live)
+        if config is None:
+            return ()
+        meta = config["metadata"]
+        touch = {"metadata": {"annotations": {RELEASE_ANNOTATION: datetime.now(UTC).isoformat()}}}
+        return (Release(kinds.LLM_INFERENCE_SERVICE_CONFIG, meta["namespace"], meta["name"], touch),)

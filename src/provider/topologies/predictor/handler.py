@@ -11,15 +11,15 @@ from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
 from provider.topologies.predictor.status import predictor_status
 from provider.topologies.predictor.translate import inference_service
-from provider.topologies.predictor.validation import validate_predictor
-from provider.topologies.protocol import Catalogs, Observed, StatusInputs
+from provider.topologies.predictor.validation import PredictorInputs, validate_predictor
+from provider.topologies.protocol import Catalogs, Live, Observed, Release, StatusInputs, nothing_live
 
 
 class PredictorTopology:
     """One InferenceService per Instance; no catalogs, no optional kinds, no outside inputs.
 
-    Takes the chart settings like every registered topology (`provider.topologies.registry`), though no
-    setting changes what a predictor Instance becomes.
+    Takes the chart settings like every registered topology (`provider.topologies.registry`), though
+    no setting changes what a predictor Instance becomes.
     """
 
     name: str = "predictor"
@@ -30,20 +30,20 @@ class PredictorTopology:
     def resources(self) -> Sequence[Resource]:
         return (INFERENCE_SERVICE,)
 
-    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
+    def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> PredictorInputs:
         # A predictor passes no pod settings through, so the Pod Security policy has nothing to check.
-        validate_predictor(instance)
+        return validate_predictor(instance)
 
     def desired(
-        self,
-        instance: Instance,
-        catalogs: Catalogs,
-        available: frozenset[Resource],
-        policy: PodPolicy | None = None,
+        self, instance: Instance, inputs: PredictorInputs, available: frozenset[Resource], live: Live = nothing_live
     ) -> list[KubeObject]:
-        # Validated again: desired() must be safe to call on its own (e.g. by `render`).
-        return [inference_service(instance, validate_predictor(instance))]
+        return [inference_service(instance, inputs)]
 
-    def status(self, instance: Instance, observed: Observed, inputs: StatusInputs) -> StatusReport:
+    def status(
+        self, instance: Instance, inputs: PredictorInputs, observed: Observed, context: StatusInputs
+    ) -> StatusReport:
         isvc = observed.get((INFERENCE_SERVICE, instance.metadata.name))
         return predictor_status(isvc, was_ready=instance.status.get("phase") == Phase.READY.value)
+
+    def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
+        return ()  # KServe holds nothing of a predictor past its deletion
