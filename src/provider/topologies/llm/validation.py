@@ -25,7 +25,7 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
 
 Every value that reaches a Kubernetes field is checked against that field's limits on the way
 (provider.rules.fields: 32-bit integers, qualified keys, image references, printable text).
-Rules 1-9 need no catalog (`read_llm`, also used by status mapping); 10 and 11 do (`validate_llm`).
+Rules 1-9 need no catalog (`read_llm`); 10 and 11 do (`validate_llm`, which the topology runs once per pass).
 """
 
 from __future__ import annotations
