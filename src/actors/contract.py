@@ -71,6 +71,11 @@ def stamp(obj: KubeObject, instance: KubeObject, provider_name: str) -> KubeObje
     return out
 
 
+def connection_secret_name(instance_name: str) -> str:
+    """The `<instance>-conn` Secret the OpenEverest core reads connection details from."""
+    return f"{instance_name}-conn"
+
+
 def holds_finalizer(instance: KubeObject) -> bool:
     return FINALIZER in (instance["metadata"].get("finalizers") or [])
 

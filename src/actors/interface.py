@@ -148,6 +148,12 @@ class Provider(Protocol[Valid]):
         """Every kind the provider may create: watched, inventoried and pruned by the runtime."""
         ...
 
+    def derives(self, instance_name: str, resource: Resource, name: str) -> bool:
+        """Whether `name` is a name the provider derives for the Instance `instance_name` (whatever its
+        topology). Labels and owner references can be copied by anyone who may write in the
+        namespace; the runtime touches only objects under a derived name."""
+        ...
+
     async def validate(self, ctx: ReconcileContext) -> Valid:
         """Raise ValidationFailed with a specific message for bad input; otherwise return what was
         read of the Instance, which desired() and status() of the same pass receive (an Instance is

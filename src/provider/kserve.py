@@ -129,6 +129,11 @@ class KServeProvider:
             seen.update(dict.fromkeys(handler.resources()))
         return tuple(seen)
 
+    def derives(self, instance_name: str, resource: Resource, name: str) -> bool:
+        """Whether any topology derives `name` for the Instance: an Instance that switched topology
+        still owns the previous one's objects until they are pruned."""
+        return any((resource, name) in handler.derived_names(instance_name) for handler in self.topologies.values())
+
     def required_resources(self) -> frozenset[Resource]:
         """Our kinds minus the optional integrations (PodMonitor, Envoy AI Gateway)."""
         return frozenset(self.owned_resources()) - OPTIONAL

@@ -67,6 +67,9 @@ class GatedProvider:
     def owned_resources(self) -> Sequence[Resource]:
         return self.inner.owned_resources()
 
+    def derives(self, instance_name: str, resource: Resource, name: str) -> bool:
+        return self.inner.derives(instance_name, resource, name)
+
     async def validate(self, ctx: ReconcileContext) -> Checked:
         return await self.inner.validate(ctx)
 

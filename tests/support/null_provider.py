@@ -36,6 +36,9 @@ class NullProvider:
     def owned_resources(self) -> Sequence[Resource]:
         return (CONFIGMAPS,)
 
+    def derives(self, instance_name: str, resource: Resource, name: str) -> bool:
+        return resource == CONFIGMAPS and name in (f"{instance_name}-cm", f"{instance_name}-extra")
+
     async def validate(self, ctx: ReconcileContext) -> None:
         params = (ctx.instance["spec"].get("topology") or {}).get("parameters") or {}
         if "size" in params and not isinstance(params["size"], int):

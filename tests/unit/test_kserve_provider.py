@@ -31,7 +31,8 @@ from provider.topologies.protocol import (
     nothing_live,
 )
 
-from .llm.builders import CATALOG, instance_dict
+from .llm.builders import CATALOG, GATEWAY_SETTINGS, instance_dict
+from .predictor.builders import instance_dict as predictor_instance
 
 SETTINGS = ProviderSettings()
 GATEWAY_ENV = {"AI_GATEWAY_ENABLED": "true", "AI_GATEWAY_NAME": "gw", "AI_GATEWAY_NAMESPACE": "kserve"}
@@ -46,6 +47,9 @@ class FakeTopology:
 
     def resources(self) -> Sequence[Resource]:
         return (kinds.SERVICE, OTHER)
+
+    def derived_names(self, instance_name: str) -> frozenset[tuple[Resource, str]]:
+        return frozenset({(OTHER, instance_name)})
 
     def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> None:
         if not catalogs.lora_adapters:
@@ -327,3 +331,31 @@ async def test_build_provider_asks_the_shared_actors() -> None:
             assert kserve._gateway_base_url is not None
             assert kserve._gateway_base_url() is None  # no Gateway address seen yet
             tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("engine", "topology", "settings"),
+    [
+        ({"config": "replicas: 2"}, {"externalAccess": "LoadBalancer", "enableMetrics": True}, {}),
+        ({}, {"externalAccess": "NodePort"}, {}),
+        (
+            {},
+            {"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 100},
+            {**GATEWAY_SETTINGS, "ai_gateway_rate_limit_redis_url": "redis://r:6379"},
+        ),
+    ],
+)
+def test_every_rendered_object_is_under_a_name_the_provider_derives(
+    engine: dict[str, Any], topology: dict[str, Any], settings: dict[str, Any]
+) -> None:
+    # The runtime indexes, prunes and deletes only objects under a derived name: an object the
+    # provider renders under any other name would be re-created on every pass and never pruned.
+    kserve = KServeProvider(ProviderSettings(hf_token_secret_name="hf", **settings))
+    for obj in (instance_dict(engine, topology=topology), predictor_instance(name="chat")):
+        rendered = kserve.render(obj, catalogs=CATALOG)
+        assert rendered
+        for desired in rendered:
+            resource = next(r for r in kserve.owned_resources() if r.kind == desired["kind"])
+            assert kserve.derives("chat", resource, desired["metadata"]["name"]), desired["metadata"]["name"]
+    assert not kserve.derives("chat", kinds.SERVICE, "chat-other")
+    assert not kserve.derives("other", kinds.LLM_INFERENCE_SERVICE, "chat")

@@ -36,6 +36,7 @@ from opentelemetry import trace
 
 from actors.apply.conflicts import (
     ApplyConflict,
+    InvalidObject,
     NameClash,
     ResourceNotServed,
     not_served,
@@ -82,6 +83,8 @@ class SyncResult:
     pruned: int = 0
     # An event of a written object arrived during the write that was not the write itself.
     recheck: bool = False
+    # Fields another writer took by hand (kubectl edit, scale) that the pass took back.
+    taken_back: int = 0
 
 
 class Applier:
@@ -189,7 +192,9 @@ class Applier:
             self.writes.begin(object_id)
             written: KubeObject | None = None
             try:
-                written = await self._write(resource, stamped, live, instance, force=force, looked_up=looked_up)
+                written = await self._write(
+                    resource, stamped, live, instance, force=force, looked_up=looked_up, result=result
+                )
             finally:
                 rv = None if written is None else str(written["metadata"].get("resourceVersion", ""))
                 result.recheck |= self.writes.finish(object_id, rv)
@@ -214,14 +219,17 @@ class Applier:
         *,
         force: bool,
         looked_up: LookedUp | None,
+        result: SyncResult,
     ) -> KubeObject:
         try:
             if live is None:
                 await self._refuse_foreign(resource, stamped, instance, looked_up or {})
-            return await self._apply(resource, stamped, force=force)
+            return await self._apply(resource, stamped, force=force, result=result)
         except ApiError as err:
             if not_served(err):
                 raise ResourceNotServed(resource) from err
+            if err.invalid:
+                raise InvalidObject(stamped["kind"], stamped["metadata"]["name"], err) from err
             raise
 
     async def _refuse_foreign(
@@ -241,7 +249,7 @@ class Applier:
         if existing is not None and not is_owned_by(existing, instance):
             raise NameClash(stamped["kind"], meta["namespace"], meta["name"], owner_in_words(existing))
 
-    async def _apply(self, resource: Resource, stamped: KubeObject, *, force: bool) -> KubeObject:
+    async def _apply(self, resource: Resource, stamped: KubeObject, *, force: bool, result: SyncResult) -> KubeObject:
         """Apply; hand edits of our fields are taken back, other conflicts raised."""
         try:
             return await self.client.apply(resource, stamped, field_manager=self.field_manager, force=force)
@@ -251,6 +259,7 @@ class Applier:
             conflicts = parse_conflicts(err)
             if force or not conflicts or not all(c.hand_edit for c in conflicts):
                 raise ApplyConflict(stamped["kind"], stamped["metadata"]["name"], conflicts) from err
+            result.taken_back += len(conflicts)
             log.info(
                 "restoring fields edited by hand",
                 kind=stamped["kind"],

@@ -2,7 +2,8 @@
 
 A field owned by another manager is an `ApplyConflict` naming the field and the manager, never a
 silent takeover or a blind retry; a derived name taken by an object that is not this Instance's is
-a `NameClash`; a kind whose CRD went away after discovery is `ResourceNotServed`.
+a `NameClash`; an object the API server refuses as invalid is `InvalidObject`, with the field and
+why; a kind whose CRD went away after discovery is `ResourceNotServed`.
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ def owner_in_words(obj: KubeObject) -> str:
         if ref.get("controller"):
             return f"is controlled by {ref.get('kind', '?')} {ref.get('name', '?')}"
     return "was not created for this Instance"
+
+
+class InvalidObject(Exception):
+    """The API server refused a derived object as invalid (422): the field and why, in its words.
+    Retrying cannot help; only a change of the Instance can."""
+
+    def __init__(self, kind: str, name: str, err: ApiError) -> None:
+        self.kind = kind
+        self.name = name
+        # Causes without a field (`<nil>: Invalid value: null`) say only that other rules were
+        # skipped after the first failure: noise next to the causes that name a field.
+        causes = [c for c in err.causes if c.get("field") and c.get("field") != "<nil>"]
+        detail = "; ".join(f"{c['field']}: {c.get('message', '')}" for c in causes) if causes else err.message
+        super().__init__(f"{kind} {name} was refused by the API server: {detail}")
 
 
 def not_served(err: ApiError) -> bool:

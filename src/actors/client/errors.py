@@ -56,6 +56,10 @@ class ApiError(KubeError):
         return [c for c in causes if isinstance(c, dict)]
 
 
+class WriteWithheld(KubeError):
+    """A write was not sent: the process may not write now (its leadership is not fresh)."""
+
+
 class TransportError(KubeError):
     """The API server could not be reached, or the connection broke before a full answer."""
 

@@ -16,7 +16,7 @@ from actors.client import decode
 from actors.client.config import load_configuration
 from actors.client.errors import ApiError, api_error_from_status
 from actors.client.resource import KubeObject, Resource
-from actors.client.transport import RequestObserver, Transport
+from actors.client.transport import RequestObserver, Transport, WriteFence
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client.configuration import Configuration
@@ -45,6 +45,10 @@ class KubeClient:
     def observe(self, observer: RequestObserver) -> None:
         """Call `observer` after every request from now on (metrics, benchmarks, tests)."""
         self._transport.observers.append(observer)
+
+    def fence_writes(self, fence: WriteFence | None) -> None:
+        """Ask `fence` before every write from now on; it raises WriteWithheld to keep one unsent."""
+        self._transport.fence = fence
 
     @classmethod
     async def connect(

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 # Observer of every request: (verb, resource, status code, seconds). Feeds metrics and benchmarks.
 RequestObserver = Callable[[str, str, int, float], None]
+# Asked before every write, with the request's method and resource: raises WriteWithheld to stop it.
+WriteFence = Callable[[str, str], None]
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 def request_verb(method: str, query: Mapping[str, str], name: str | None) -> str:
@@ -54,6 +57,7 @@ class Transport:
         # the process in the API server's logs and audit events.
         self.user_agent = user_agent
         self.observers: list[RequestObserver] = list(observers)
+        self.fence: WriteFence | None = None
         self._session: aiohttp.ClientSession | None = None
         self._proxy = proxy_for(configuration)
 
@@ -106,6 +110,8 @@ class Transport:
         name: str | None = None,
     ) -> Any:
         """One request; the decoded answer ({} for an empty one), ApiError for a non-2xx answer."""
+        if self.fence is not None and method in _WRITES:
+            self.fence(method, resource)
         query = dict(query or {})
         headers = await self._headers(content_type or ("application/json" if body is not None else None))
         started = time.perf_counter()

@@ -14,11 +14,20 @@ from typing import Any
 
 import structlog
 
-from actors.client import ApiError, KubeClient
+from actors.client import ApiError, KubeClient, WriteWithheld
 from actors.client.known_resources import LEASES
 from actors.queue.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("actors.manager.leader")
+
+
+# Requests the fence lets through whatever the lease says: the lease's own renewal and release, and
+# the token and access reviews a standby's /validate and /metrics need.
+_UNFENCED = (
+    f"{LEASES.plural}.{LEASES.group}/",
+    "tokenreviews.authentication.k8s.io/",
+    "subjectaccessreviews.authorization.k8s.io/",
+)
 
 
 class LostLeadership(Exception):
@@ -44,29 +53,50 @@ class LeaderElector:
         self._observed_record: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self.is_leader = False
+        # When the last successful renewal was sent: the lease holds from then on for its duration.
+        self._renewed_at = -float("inf")
 
     async def acquire(self) -> None:
         """Return once we hold the lease."""
-        while not await self._try_acquire_or_renew():
+        while not await self._renew():
             await self.clock.sleep(self.retry_period)
         self.is_leader = True
         log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
 
     async def hold(self) -> None:
         """Renew until cancelled; raise LostLeadership when a renewal deadline passes."""
-        last_renewed = self.clock.now()
         while True:
             await self.clock.sleep(self.retry_period)
             try:
-                renewed = await self._try_acquire_or_renew()
+                await self._renew()
             except Exception as err:  # network errors count against the deadline, not crash
                 log.warning("lease renewal failed", error=repr(err))
-                renewed = False
-            if renewed:
-                last_renewed = self.clock.now()
-            elif self.clock.now() - last_renewed > self.renew_deadline:
+            if not self.leading():
                 self.is_leader = False
                 raise LostLeadership(f"could not renew lease {self.namespace}/{self.name}")
+
+    def leading(self) -> bool:
+        """Whether the lease is ours and was renewed within the renew deadline. A process that was
+        stopped (SIGSTOP, a frozen VM) longer than that may have been replaced meanwhile."""
+        return self.is_leader and self.clock.now() - self._renewed_at <= self.renew_deadline
+
+    def fence(self, method: str, resource: str) -> None:
+        """Before every write: withhold it unless we are leading. Checked per write, not only in the
+        renew loop, because a process resumed after a pause runs its pending work before that loop
+        notices the lease is gone. The lease itself and the reviews /validate asks for are exempt."""
+        if resource.startswith(_UNFENCED) or self.leading():
+            return
+        raise WriteWithheld(
+            f"{method} {resource} withheld: lease {self.namespace}/{self.name} not renewed within "
+            f"{self.renew_deadline:.0f} s (another replica may lead now)"
+        )
+
+    async def _renew(self) -> bool:
+        sent_at = self.clock.now()
+        renewed = await self._try_acquire_or_renew()
+        if renewed:
+            self._renewed_at = sent_at
+        return renewed
 
     async def release(self) -> None:
         """Hand the lease over promptly on a clean shutdown."""

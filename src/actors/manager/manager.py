@@ -28,7 +28,7 @@ from actors.cache.owned_index import OwnedIndex, OwnedRef, owned_ref
 from actors.cache.owned_kinds import OwnedKinds
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
-from actors.contract import LABEL_PROVIDER
+from actors.contract import LABEL_PROVIDER, connection_secret_name
 from actors.interface import KubeObject, Provider, ReconcileContext
 from actors.manager.leader import LeaderElector
 from actors.manager.options import ManagerOptions
@@ -72,7 +72,7 @@ class Manager:
         self.options = opts = options or ManagerOptions()
         self.shared = shared or SharedActors()
         # The client's observers feed `metrics.observe_request` when the caller wired them so
-        # (provider.commands.run does); the manager never changes the client it is handed.
+        # (provider.commands.run does); when electing, the manager fences the client's writes.
         self.metrics = metrics or RuntimeMetrics()
         self.index = OwnedIndex()
         # Our own writes, to Instances and derived objects alike: their echoes wake no one.
@@ -115,6 +115,9 @@ class Manager:
             if opts.leader_elect
             else None
         )
+        if self.elector is not None:
+            # No write leaves this process unless its lease is fresh (LeaderElector.fence).
+            client.fence_writes(self.elector.fence)
         # Read at scrape time: counting on every actor event would be O(N) per event.
         self.metrics.live_actors.set_function(lambda: self.actors.live)
         self.metrics.queue_depth.set_function(lambda: self.actors.depth)
@@ -139,12 +142,22 @@ class Manager:
             self.owned,
             scopes=self._scopes(),
             label_selector=f"{LABEL_PROVIDER}={self.provider.name}",
-            transform=lambda resource, obj: owned_ref(resource, obj, intent_annotation=annotation),
+            transform=lambda resource, obj: self._derived(owned_ref(resource, obj, intent_annotation=annotation)),
             on_change=self._owned_changed,
             interval=self.options.discovery_interval,
             sync_timeout=self.options.sync_timeout,
             settings=self.options.watch_settings(),
         )
+
+    def _derived(self, ref: OwnedRef | None) -> OwnedRef | None:
+        """`ref` when its name is one derived for its Instance (the connection Secret's, or one the
+        provider derives), else None: an object under another name is not ours to keep, index,
+        prune or delete, whatever labels and owner reference it carries."""
+        if ref is None:
+            return None
+        if ref.resource == SECRETS and ref.name == connection_secret_name(ref.owner_name):
+            return ref
+        return ref if self.provider.derives(ref.owner_name, ref.resource, ref.name) else None
 
     def _reconciler(self) -> InstanceReconciler:
         opts, name = self.options, self.provider.name
@@ -217,7 +230,7 @@ class Manager:
         tg.start_soon(self._resync_loop)
 
     async def _serve_endpoints(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        runners = await endpoints.start(
+        served = await endpoints.start(
             self.options.endpoints,
             self.client,
             ready=self.ready,
@@ -226,12 +239,14 @@ class Manager:
             schema=self.published_schema,
         )
         try:
-            task_status.started()
-            await anyio.sleep_forever()
+            async with anyio.create_task_group() as tg:
+                for server in served:
+                    tg.start_soon(server.guard.run)
+                task_status.started()
         finally:
-            for runner in runners:
+            for server in served:
                 with anyio.CancelScope(shield=True):
-                    await runner.cleanup()
+                    await server.runner.cleanup()
 
     # -- validation endpoint --------------------------------------------------------------
 
@@ -288,7 +303,8 @@ class Manager:
             return  # our own delete: the reconcile that made it went on knowing it was gone
         ref = new or old
         if ref is not None and ref.owner_key in self.instances.objects:
-            self.actors.notify(ref.owner_key)
+            # Deferrable: another writer changing our object in a loop must not set the pace.
+            self.actors.notify(ref.owner_key, deferrable=True)
 
     async def _resync_loop(self) -> None:
         while True:

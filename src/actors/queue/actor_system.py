@@ -43,6 +43,9 @@ class Action:
 
     requeue_after: float | None = None  # success: run again after this many seconds
     failed: bool = False  # failure: run again after the rate limiter's delay
+    # Success, but the pass had to undo another writer's change: pace the next one as a failure
+    # would be (the key's backoff goes on growing), so a writer fighting us sets no rhythm.
+    back_off: bool = False
 
 
 Reconcile = Callable[[str], Awaitable[Action]]
@@ -56,6 +59,8 @@ class _Actor:
     key: str
     wake: anyio.Event = field(default_factory=anyio.Event)
     pending: bool = False
+    # Every event pending since the last run may wait for the key's backoff (a derived object's).
+    deferrable: bool = True
     running: bool = False
     due: float | None = None  # monotonic deadline of a scheduled run (requeue or backoff)
     last_poke: float = 0.0
@@ -65,7 +70,10 @@ class _Actor:
     queued_at: float | None = None  # the first event the next run answers
     urgent: bool = False  # the next run answers a user's change
 
-    def poke(self, now: float, urgent: bool = False) -> None:
+    def poke(self, now: float, urgent: bool = False, deferrable: bool = False) -> None:
+        if not self.pending:
+            self.deferrable = True
+        self.deferrable &= deferrable
         self.pending = True
         self.last_poke = now
         if self.queued_at is None:
@@ -120,6 +128,9 @@ class ActorSystem:
         self._backlog: dict[str, float] = {}
         self._timers: list[tuple[float, str]] = []
         self._timers_changed = anyio.Event()
+        # Keys whose last run failed (or had to back off), until when: events that may wait for
+        # that (`deferrable`) do not run them sooner.
+        self._backing_off: dict[str, float] = {}
         self._task_group: TaskGroup | None = None
         self.stats = ActorStats()
 
@@ -179,13 +190,17 @@ class ActorSystem:
         if self._timers[0] == (due, key):
             self._timers_changed.set()  # the earliest timer moved: re-arm the sleep
 
-    def notify(self, key: str, *, urgent: bool = False) -> None:
+    def notify(self, key: str, *, urgent: bool = False, deferrable: bool = False) -> None:
         """Wake (or create) the actor for `key`. Cheap and synchronous: call it from any event.
-        An `urgent` key waiting for a slot goes ahead of every bulk one."""
+        An `urgent` key waiting for a slot goes ahead of every bulk one. A `deferrable` event (a
+        change of a derived object, which another writer may be making in a loop) does not run a
+        key sooner than its backoff allows: the run that comes then reads the latest state."""
         now = self._clock.now()
+        if deferrable and self._backing_off.get(key, -math.inf) > now:
+            return
         actor = self._actors.get(key)
         if actor is not None:
-            actor.poke(now, urgent)
+            actor.poke(now, urgent, deferrable)
             return
         if self._task_group is None:
             raise RuntimeError("ActorSystem is not running")
@@ -258,15 +273,21 @@ class ActorSystem:
                 actor.queued_at, actor.urgent = None, False
                 outcome = await self._run_once(actor, queued_at, urgent)
                 self._admit_backlog()  # our slot is free again
-                if actor.pending:
-                    await self._settle_burst(actor)
-                if outcome.failed:
-                    self.stats.failures += 1
+                if outcome.failed or outcome.back_off:
+                    self.stats.failures += outcome.failed
                     actor.due = self._clock.now() + self._limiter.when(actor.key)
+                    self._backing_off[actor.key] = actor.due
+                    if actor.pending and actor.deferrable:
+                        # Only derived objects' events came during the run: they wait too.
+                        actor.pending = False
+                        actor.wake = anyio.Event()
                 else:
+                    self._backing_off.pop(actor.key, None)
                     self._limiter.forget(actor.key)
                     if outcome.requeue_after is not None:
                         actor.due = self._clock.now() + outcome.requeue_after
+                if actor.pending:
+                    await self._settle_burst(actor)
         except Exception:
             # A defect in this loop (not in the reconcile, which is wrapped) must cost one key a
             # delayed retry, not the task group and with it every other actor.

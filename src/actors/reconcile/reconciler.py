@@ -23,11 +23,11 @@ import structlog
 from opentelemetry import trace
 
 from actors.apply.applier import Applier, SyncResult
-from actors.apply.conflicts import ApplyConflict, NameClash, ResourceNotServed
+from actors.apply.conflicts import ApplyConflict, InvalidObject, NameClash, ResourceNotServed
 from actors.apply.write_ledger import WriteLedger
 from actors.cache.limits import InstanceLimits
 from actors.cache.owned_index import OwnedIndex
-from actors.client import ApiError, KubeClient, TransportError
+from actors.client import ApiError, KubeClient, TransportError, WriteWithheld
 from actors.client.concurrently import all_of
 from actors.client.known_resources import INSTANCES
 from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
@@ -124,6 +124,11 @@ class InstanceReconciler:
                     # any failure, in one line; a traceback per Instance per retry would bury the
                     # informers' "connection to API server lost", which says it all.
                     log.warning("API server unreachable, will retry", error=str(err) or type(err).__name__)
+                    outcome = Action(failed=True)
+                except WriteWithheld as err:
+                    # Our lease is not fresh: another replica may lead now. The elector's renew loop
+                    # decides; until then nothing is written.
+                    log.warning("write withheld, not leading", error=str(err))
                     outcome = Action(failed=True)
                 except finalizer.Conflict:
                     # Our copy was stale: the retry reads the newer one from the informer's cache.
@@ -231,7 +236,7 @@ class InstanceReconciler:
             log.warning("kind no longer served", resource=str(gone.resource))
             self._not_served(gone.resource)
             return Action(requeue_after=0.0)
-        except (ApplyConflict, NameClash, ApiError) as err:
+        except (ApplyConflict, NameClash, InvalidObject, ApiError) as err:
             return await self._sync_failed(instance, err, validated.bundle)
 
     async def _status(self, instance: KubeObject, validated: Validated, synced: SyncResult) -> Action:
@@ -250,6 +255,9 @@ class InstanceReconciler:
                 connection_problem=clash,
                 complete=True,
             )
+        if synced.taken_back:
+            # A hand edit undone: if the next pass must undo one again, it waits longer each time.
+            return Action(back_off=True)
         if synced.recheck:
             return Action(requeue_after=0.0)  # someone else wrote an object while we did: look again
         if report.requeue_after is not None:
@@ -264,6 +272,8 @@ class InstanceReconciler:
             reason, message, phase = "ApplyConflict", f"apply conflict: {err}", Phase.FAILED
         elif isinstance(err, NameClash):
             reason, message, phase = "NameClash", str(err), Phase.FAILED
+        elif isinstance(err, InvalidObject):
+            reason, message, phase = "Invalid", str(err), Phase.FAILED
         else:
             reason, message, phase = "ApplyFailed", f"sync failed: {err}", Phase.PROVISIONING
         log.warning("sync failed", reason=reason, error=str(err)[:500])
@@ -272,10 +282,14 @@ class InstanceReconciler:
             StatusReport(phase, message),
             runtime=[VALID, Condition(COND_SYNCED, "False", reason, str(err))],
             bundle=bundle,
-            keep_phase=True,
+            # A transient failure must not flip a serving Instance to another phase; an object the
+            # API server refuses as invalid stays refused until the Instance changes: Failed.
+            keep_phase=not isinstance(err, InvalidObject),
         )
         if isinstance(err, NameClash):
             return Action(requeue_after=NAME_CLASH_RETRY)
+        if isinstance(err, InvalidObject):
+            return Action()  # the same apply would be refused again: wait for the Instance to change
         return Action(failed=True)
 
     def _live(self, instance: KubeObject) -> Callable[[Resource, str], KubeObject | None]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from actors.serve.connections import ConnectionGuard, GuardedSite
 
 
 def health_app(
@@ -37,8 +40,20 @@ def metrics_app(registry: CollectorRegistry, middlewares: Sequence[Any] = ()) ->
     return app
 
 
-async def serve(app: web.Application, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> web.AppRunner:
-    runner = web.AppRunner(app, access_log=None)
+@dataclass(frozen=True)
+class Served:
+    """A running server: what to clean up, and the guard whose sweep must run beside it."""
+
+    runner: web.AppRunner
+    guard: ConnectionGuard
+
+
+async def serve(
+    app: web.Application, host: str, port: int, guard: ConnectionGuard, ssl_context: ssl.SSLContext | None = None
+) -> Served:
+    """Serve `app`, its connections bounded by `guard` (whose middleware `app` must run first)."""
+    # aiohttp closes an idle keep-alive connection itself too (its default is an hour).
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=guard.bounds.idle_timeout)
     await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
-    return runner
+    await GuardedSite(runner, host, port, guard, ssl_context).start()
+    return Served(runner, guard)

@@ -12,11 +12,8 @@ import base64
 
 from actors.apply.applier import Applier, SyncResult
 from actors.apply.conflicts import NameClash
+from actors.contract import connection_secret_name
 from actors.interface import ConnectionDetails, KubeObject
-
-
-def connection_secret_name(instance_name: str) -> str:
-    return f"{instance_name}-conn"
 
 
 async def connection_secret(

@@ -8,6 +8,12 @@ the user set is checked against the level of the Instance's namespace
 `baseline` and `restricted` as the standards define them (v1.34), for the settings present. What
 the user left out comes from KServe's presets, which the cluster operator chose.
 
+The labels and annotations KServe copies onto the pods are held to the same standards (the AppArmor
+and seccomp annotations, which KServe puts on the pod template as they are), and labels may not
+override the selectors KServe and the provider find the pods and their objects by (the
+`app.kubernetes.io/`, `kserve.io/`, `serving.kserve.io/`, `llm-d.ai/` and `core.openeverest.io/`
+keys).
+
 On top of the standards, the provider refuses by default two things the standards allow but that
 would let an Instance reach what its author may not: choosing the pod's ServiceAccount, and
 referencing Secrets (volumes, env). The chart can allow them (`podSecurity.allowServiceAccount`,
@@ -19,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+from provider.rules.quote import quote
 
 Level = Literal["privileged", "baseline", "restricted"]
 LEVELS: Final[tuple[Level, ...]] = ("privileged", "baseline", "restricted")
@@ -39,6 +47,19 @@ _RESTRICTED_VOLUMES: Final = frozenset(
     {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
 )
 _CONTAINER_LISTS: Final = ("initContainers", "containers", "ephemeralContainers")
+# The annotations the kubelet reads security profiles from (Pod Security admission checks them).
+_APPARMOR_ANNOTATION: Final = "container.apparmor.security.beta.kubernetes.io/"
+_SECCOMP_POD_ANNOTATION: Final = "seccomp.security.alpha.kubernetes.io/pod"
+_SECCOMP_CONTAINER_ANNOTATION: Final = "container.seccomp.security.alpha.kubernetes.io/"
+# Label keys KServe selects its workloads, Services and InferencePools by, and the provider its
+# objects by: a label of the Instance's must not take them over on the pods.
+_RESERVED_LABEL_PREFIXES: Final = (
+    "app.kubernetes.io/",
+    "kserve.io/",
+    "serving.kserve.io/",
+    "llm-d.ai/",
+    "core.openeverest.io/",
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,33 @@ def _list(value: Any) -> list[Any]:
 def level_of(namespace_labels: Mapping[str, str], default: Level) -> Level:
     value = namespace_labels.get(ENFORCE_LABEL, "")
     return value if value in LEVELS else default
+
+
+def metadata_violation(annotations: Any, labels: Any, where: str, policy: PodPolicy) -> str | None:
+    """The first annotation or label KServe would put on the pods that `policy` forbids or that
+    would override a selector, as `<where>.<annotations|labels>["<key>"]: <why>`, or None."""
+    for key in _map(labels):
+        if str(key).startswith(_RESERVED_LABEL_PREFIXES):
+            return f"{where}.labels[{quote(key)}]: the label is KServe's or the provider's (they select pods by it)"
+    if policy.level == "privileged":
+        return None
+    for key, value in _map(annotations).items():
+        why = _annotation_problem(str(key), str(value), policy.level)
+        if why is not None:
+            return f"{where}.annotations[{quote(key)}]: {why}"
+    return None
+
+
+def _annotation_problem(key: str, value: str, level: Level) -> str | None:
+    if key.startswith(_APPARMOR_ANNOTATION) and value != "runtime/default" and not value.startswith("localhost/"):
+        return _forbidden(level, f"AppArmor profile {value!r}")
+    if key == _SECCOMP_POD_ANNOTATION or key.startswith(_SECCOMP_CONTAINER_ANNOTATION):
+        if value == "unconfined":
+            return _forbidden(level, "seccomp profile 'unconfined'")
+        allowed = value in ("runtime/default", "docker/default") or value.startswith("localhost/")
+        if level == "restricted" and not allowed:
+            return _forbidden(level, f"seccomp profile {value!r}")
+    return None
 
 
 def violation(pod: Mapping[str, Any], where: str, policy: PodPolicy) -> str | None:

@@ -88,6 +88,11 @@ class TopologyHandler(Protocol[InputsT]):
         """Every kind this topology may create (watched, inventoried, pruned)."""
         ...
 
+    def derived_names(self, instance_name: str) -> frozenset[tuple[Resource, str]]:
+        """Every (kind, name) this topology may create for the Instance `instance_name`: the only
+        objects the runtime ever prunes or deletes for it."""
+        ...
+
     def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> InputsT:
         """What the topology reads of `instance`, or actors.ValidationFailed with a specific,
         field-named message. `policy` bounds what pod settings the Instance may pass through (its

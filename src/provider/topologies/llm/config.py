@@ -45,6 +45,8 @@ POD_SPEC_PATHS: Final = (
     ("prefill", "worker"),
     ("router", "scheduler", "template"),
 )
+# Where it holds the labels and annotations KServe copies onto those pods' templates.
+POD_METADATA_PATHS: Final[tuple[tuple[str, ...], ...]] = ((), ("prefill",), ("router", "scheduler"))
 
 
 class ConfigError(ValueError):
@@ -93,6 +95,17 @@ def parse_config(value: str | Mapping[str, Any]) -> dict[str, Any] | None:
         # The CRD requires model.uri whenever model is present in a config.
         raise ConfigError("model.uri is required when model is set (the Instance's modelURI wins anyway)")
     return body or None
+
+
+def pod_metadata(body: Mapping[str, Any] | None) -> Iterator[tuple[str, Any, Any]]:
+    """The labels and annotations the config has KServe put on its pods, with their path in the
+    config: (path, annotations, labels) for the service itself, the prefill pods and the scheduler."""
+    for path in POD_METADATA_PATHS:
+        node: Any = body
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if isinstance(node, Mapping) and (node.get("annotations") or node.get("labels")):
+            yield ".".join(path), node.get("annotations"), node.get("labels")
 
 
 def pod_specs(body: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str, Any]]]:

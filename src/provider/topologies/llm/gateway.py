@@ -23,6 +23,7 @@ from typing import Any, Final
 from actors import KubeObject
 from provider.model import kinds, names
 from provider.model.settings import ProviderSettings
+from provider.rules.quote import quote
 from provider.topologies.llm.inputs import LlmInputs
 
 MODEL_HEADER: Final = "x-ai-eg-model"
@@ -33,12 +34,44 @@ DEFAULT_TOKENS_PER_HOUR: Final = 1000
 COST_NAMESPACE: Final = "io.envoy.ai_gateway"
 TOTAL_TOKEN_KEY: Final = "llm_total_token"
 
+# What the CRDs take (aigateway.envoyproxy.io/v1beta1 AIGatewayRoute; gateway.envoyproxy.io/v1alpha1
+# BackendTrafficPolicy): a route rule holds at most 128 matches, whose header values are at most
+# 4096 characters; a policy's client selector header values are at most 1024.
+ROUTE_MATCHES_MAX: Final = 128
+ROUTE_HEADER_VALUE_MAX: Final = 4096
+POLICY_HEADER_VALUE_MAX: Final = 1024
+
 WAITING_ROUTE: Final = "Waiting for Envoy AI Gateway route"
 WAITING_ACCEPTANCE: Final = "Waiting for Envoy AI Gateway route acceptance"
 
 
 def routed_models(inputs: LlmInputs) -> list[str]:
     return [inputs.served_model_name, *(a.name for a in inputs.adapters)]
+
+
+def route_problem(inputs: LlmInputs, settings: ProviderSettings) -> str | None:
+    """Why the route or the quota policy of this Instance would not fit their CRDs, or None: the
+    API server would refuse them (422) on every apply, far from the field the user wrote."""
+    if not inputs.uses_ai_gateway:
+        return None
+    models = routed_models(inputs)
+    if len(models) > ROUTE_MATCHES_MAX:
+        return (
+            f"externalAccess EnvoyAIGateway routes at most {ROUTE_MATCHES_MAX} models (the base model and "
+            f"{ROUTE_MATCHES_MAX - 1} LoRA adapters); this Instance serves {len(models)}"
+        )
+    limit, what = (
+        (POLICY_HEADER_VALUE_MAX, "token limit policy")
+        if token_limit_enforced(inputs, settings)
+        else (ROUTE_HEADER_VALUE_MAX, "AI Gateway route")
+    )
+    for model in models:
+        if len(model) > limit:
+            return (
+                f"the served model or adapter name {quote(model)} is {len(model)} characters long; "
+                f"the {what} matches names of at most {limit}"
+            )
+    return None
 
 
 def ai_gateway_route(inputs: LlmInputs, settings: ProviderSettings) -> KubeObject | None:

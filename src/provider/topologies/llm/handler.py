@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from actors import KubeObject, Phase, Resource, StatusReport
-from provider.model import kinds
+from provider.model import kinds, names
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
@@ -33,6 +33,19 @@ class LlmTopology:
 
     def resources(self) -> Sequence[Resource]:
         return kinds.OWNED
+
+    def derived_names(self, instance_name: str) -> frozenset[tuple[Resource, str]]:
+        return frozenset(
+            {
+                (kinds.SERVICE_ACCOUNT, names.model_puller_name(instance_name)),
+                (kinds.LLM_INFERENCE_SERVICE_CONFIG, names.config_name(instance_name)),
+                (kinds.LLM_INFERENCE_SERVICE, instance_name),
+                (kinds.POD_MONITOR, names.metrics_name(instance_name)),
+                (kinds.SERVICE, names.external_service_name(instance_name)),
+                (kinds.AI_GATEWAY_ROUTE, names.ai_gateway_route_name(instance_name)),
+                (kinds.BACKEND_TRAFFIC_POLICY, names.token_limit_name(instance_name)),
+            }
+        )
 
     def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> LlmInputs:
         return validate_llm(instance, catalogs, self.settings, policy)

@@ -18,7 +18,9 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
 8. `tokenLimitPerHour requires External access = EnvoyAIGateway`,
    `tokenLimitPerHour must be greater than zero`
 9. names of the derived objects that would exceed Kubernetes' limits
-10. LoRA: catalog slots, then each adapter, then the storage-initializer rule.
+10. LoRA: catalog slots, then each adapter, then the storage-initializer rule; then what the AI
+   Gateway route and quota policy can hold (at most 128 routed models, names within the header
+   value limits)
 11. the pod settings of the inline config within the Pod Security level of the Instance's
    namespace (provider.rules.pod_security), e.g. `llmEngine.parameters.config.template.hostPID: hostPID:
    true is not allowed by the Pod Security Standard 'restricted' of this namespace`.
@@ -42,10 +44,11 @@ from provider.model import names
 from provider.model.instance import ComponentSpec, Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.fields import check_image, check_int32, check_qualified_name, check_text
-from provider.rules.pod_security import PodPolicy, violation
+from provider.rules.pod_security import PodPolicy, metadata_violation, violation
 from provider.rules.quote import quote
 from provider.rules.resource_requirements import container_resources
-from provider.topologies.llm.config import pod_specs
+from provider.topologies.llm.config import pod_metadata, pod_specs
+from provider.topologies.llm.gateway import route_problem
 from provider.topologies.llm.inputs import COMPONENT, Adapter, LlmInputs
 from provider.topologies.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, message_of
 from provider.topologies.llm.params import LlmEngineParameters
@@ -331,7 +334,12 @@ def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ..
 
 def check_pod_policy(engine: LlmEngineParameters, policy: PodPolicy) -> None:
     """Rule 11: the pod settings of the inline config within the namespace's Pod Security level."""
-    for path, pod in pod_specs(engine.config_spec()):
+    body = engine.config_spec()
+    for path, pod_annotations, pod_labels in pod_metadata(body):
+        where = f"{ENGINE_PREFIX}.config{'.' + path if path else ''}"
+        if (problem := metadata_violation(pod_annotations, pod_labels, where, policy)) is not None:
+            raise ValidationFailed(problem)
+    for path, pod in pod_specs(body):
         problem = violation(pod, f"{ENGINE_PREFIX}.config.{path}", policy)
         if problem is not None:
             raise ValidationFailed(problem)
@@ -344,5 +352,7 @@ def validate_llm(
     `policy` is the Pod Security policy of the Instance's namespace (the chart's default if None)."""
     inputs = read_llm(instance, settings)
     inputs = replace(inputs, adapters=resolve_adapters(inputs, catalogs))
+    if (problem := route_problem(inputs, settings)) is not None:
+        raise ValidationFailed(problem)
     check_pod_policy(inputs.engine, policy or settings.pod_policy())
     return inputs

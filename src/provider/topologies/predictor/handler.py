@@ -30,6 +30,9 @@ class PredictorTopology:
     def resources(self) -> Sequence[Resource]:
         return (INFERENCE_SERVICE,)
 
+    def derived_names(self, instance_name: str) -> frozenset[tuple[Resource, str]]:
+        return frozenset({(INFERENCE_SERVICE, instance_name)})
+
     def validate(self, instance: Instance, catalogs: Catalogs, policy: PodPolicy | None = None) -> PredictorInputs:
         # A predictor passes no pod settings through, so the Pod Security policy has nothing to check.
         return validate_predictor(instance)
