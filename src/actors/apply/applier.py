@@ -44,7 +44,7 @@ from actors.apply.conflicts import (
     parse_conflicts,
 )
 from actors.apply.write_ledger import ObjectId, WriteLedger
-from actors.cache.owned_index import OwnedIndex, OwnedRef
+from actors.cache.owned_index import OwnedIndex, OwnedRef, projected
 from actors.client import ApiError, KubeClient
 from actors.client.concurrently import all_of
 from actors.client.json_codec import content_hash
@@ -206,9 +206,10 @@ class Applier:
             return False
         if self.writes.written((live.resource, live.namespace, live.name)) == live.resource_version:
             return True  # exactly what our last write of it produced
-        # Written before a restart, or edited since: look. (Items of a core-group list carry no
-        # apiVersion and kind; the resource says what they are.)
-        return holds(live.object(), {k: v for k, v in stamped.items() if k not in ("apiVersion", "kind")})
+        # Written before a restart, or edited since: look, at what the index keeps of both. (Items
+        # of a core-group list carry no apiVersion and kind; the resource says what they are.)
+        wanted = projected(live.resource, stamped)
+        return holds(live.object(), {k: v for k, v in wanted.items() if k not in ("apiVersion", "kind")})
 
     async def _write(
         self,

@@ -12,6 +12,7 @@ change handler cannot cope with is logged (once per version) and skipped, and th
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -44,8 +45,10 @@ class WatchSettings:
     timeout_seconds: int
     # After a failed list or watch.
     backoff: Backoff
-    # Objects per list page.
+    # Objects per list page, and about how many bytes of JSON a page may hold (fewer objects when
+    # they are large).
     page_size: int
+    page_bytes: int
 
 
 class Informer(Generic[T]):
@@ -110,17 +113,27 @@ class Informer(Generic[T]):
             await anyio.sleep(delay)
 
     async def _relist(self) -> None:
-        items, rv = await self.client.list_all(
-            self.resource, self.namespace, label_selector=self.label_selector, page_size=self._settings.page_size
-        )
+        """List afresh, page by page: each page's objects are transformed as it arrives, so no more
+        than one page of raw objects is ever held, whatever the namespace holds."""
         fresh: dict[str, T] = {}
-        for obj in items:
-            read = self._read(obj)
-            if read is not None:
-                fresh[read[0]] = read[1]
+        resource_version = ""
+        pages = self.client.list_pages(
+            self.resource,
+            self.namespace,
+            label_selector=self.label_selector,
+            page_size=self._settings.page_size,
+            page_bytes=self._settings.page_bytes,
+        )
+        async with aclosing(pages):
+            async for page in pages:
+                for obj in page.items:
+                    read = self._read(obj)
+                    if read is not None:
+                        fresh[read[0]] = read[1]
+                resource_version = page.resource_version
         old_store = self.store
         self.store = fresh
-        self._rv = rv
+        self._rv = resource_version
         self.relists += 1
         for key, value in fresh.items():
             previous = old_store.get(key)

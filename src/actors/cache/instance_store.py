@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from actors.cache.limits import InstanceLimits, spec_bytes, stub
 from actors.cache.owned_index import OwnedIndex
-from actors.cache.packed import PackedObjects, pack
+from actors.cache.packed import PackedObjects, compress, without_managed_fields
+from actors.client import json_codec
 from actors.client.json_codec import content_hash
 from actors.client.resource import KubeObject
 from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
@@ -56,13 +57,21 @@ class InstanceStore:
     def transform(self, obj: KubeObject) -> StoredInstance | None:
         if not self._ours_or_held(obj):
             return None  # another provider's Instance: keep nothing of it
+        raw = b""
         try:
             rejected = self.limits.size_problem(spec_bytes(obj))
+            if rejected is None:
+                raw = json_codec.dumps(without_managed_fields(obj))
+                rejected = self.limits.object_size_problem(len(raw))
         except RecursionError:
             rejected = "spec nests too deep to read"
-        kept = stub(obj) if rejected else obj
+        if rejected:
+            kept = stub(obj)
+            raw = json_codec.dumps(kept)
+        else:
+            kept = obj
         version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        return StoredInstance(reconcile_digest(kept), pack(kept), rejected, version)
+        return StoredInstance(reconcile_digest(kept), compress(raw), rejected, version)
 
     def _ours_or_held(self, obj: KubeObject) -> bool:
         """Ours, or another provider's now but still holding our finalizer or objects."""

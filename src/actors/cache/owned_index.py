@@ -1,20 +1,36 @@
 """A compact index of the derived objects we own, fed by label-selected informers.
 
 Per object we keep what the runtime needs: its resourceVersion (to skip no-op applies), the
-owning Instance (to wake its actor and to inventory it), whether it is being deleted, and the
-object itself as zlib-compressed JSON without managedFields, for status mapping. Compressed, an
-LLMInferenceService costs well under a kilobyte, so a steady-state pass reads nothing from the
-API server and thousands of Instances still fit the memory budget.
+owning Instance (to wake its actor and to inventory it), whether it is being deleted, and what the
+provider reads of the object (`projected`) as zlib-compressed JSON, for status mapping and to tell
+whether our values still hold. Compressed, an LLMInferenceService costs well under a kilobyte, so a
+steady-state pass reads nothing from the API server and thousands of Instances still fit.
+
+What is kept is bounded by what the provider wrote, not by what anyone else stores: a Secret's
+values are kept as digests (the runtime only ever compares them with its own), and an object whose
+projection is over `max_bytes` of JSON (someone else's bulk on an object of ours) is kept as a stub,
+its metadata only, and applied again whole at the next pass.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any, Final
 
-from actors.cache.packed import pack, unpack
+from actors.cache.packed import compress, unpack, without_managed_fields
+from actors.client import json_codec
+from actors.client.known_resources import SECRETS
 from actors.contract import INSTANCE_GROUP, INSTANCE_KIND, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from actors.interface import KubeObject, Resource
+
+
+def _packed(resource: Resource, obj: KubeObject, max_bytes: int) -> bytes:
+    raw = json_codec.dumps(projected(resource, obj))
+    if len(raw) > max_bytes:
+        raw = json_codec.dumps(_stub(obj))
+    return compress(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +57,29 @@ class OwnedRef:
         return f"{self.namespace}/{self.owner_name}"
 
 
-def owned_ref(resource: Resource, obj: KubeObject, *, intent_annotation: str = "") -> OwnedRef | None:
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(str(value).encode(), digest_size=16).hexdigest()
+
+
+def projected(resource: Resource, obj: KubeObject) -> KubeObject:
+    """What the runtime keeps and compares of an object of `resource`: all of it but managedFields,
+    and of a Secret, its values' digests (to compare with what we would write, not to read)."""
+    kept = without_managed_fields(obj)
+    if resource == SECRETS and isinstance(obj.get("data"), dict):
+        kept["data"] = {key: _digest(value) for key, value in obj["data"].items()}
+    return kept
+
+
+_STUB_METADATA: Final = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+
+
+def _stub(obj: KubeObject) -> KubeObject:
+    meta = obj.get("metadata") or {}
+    kept = {key: meta[key] for key in _STUB_METADATA if key in meta}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
+def owned_ref(resource: Resource, obj: KubeObject, *, intent_annotation: str, max_bytes: int) -> OwnedRef | None:
     """The OwnedRef of `obj`, or None unless it is ours: its controller is an Instance and it carries
     the managed-by and instance labels for that Instance (the informer's selector checked the
     provider label). Only what is indexed is ever pruned or deleted."""
@@ -65,7 +103,7 @@ def owned_ref(resource: Resource, obj: KubeObject, *, intent_annotation: str = "
                 owner_uid=str(ref.get("uid", "")),
                 owner_name=str(ref.get("name", "")),
                 deleting=bool(meta.get("deletionTimestamp")),
-                packed=pack(obj),
+                packed=_packed(resource, obj, max_bytes),
                 uid=str(meta.get("uid", "")),
                 intent=str((meta.get("annotations") or {}).get(intent_annotation, "")) if intent_annotation else "",
             )

@@ -8,8 +8,9 @@ kubernetes-asyncio's loaders (`actors.client.config`); answers are decoded with 
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.client import decode
@@ -21,9 +22,22 @@ from actors.client.transport import RequestObserver, Transport, WriteFence
 if TYPE_CHECKING:
     from kubernetes_asyncio.client.configuration import Configuration
 
+# The largest object the API server stores (etcd's default request limit, 1.5 MiB).
+MAX_OBJECT_BYTES = 3 * 512 * 1024
+
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list: its objects, and the list's resourceVersion (on every page; the last
+    one's, `done`, is what a watch starts from)."""
+
+    items: builtins.list[KubeObject]
+    resource_version: str
+    done: bool
 
 
 class KubeClient:
@@ -133,6 +147,40 @@ class KubeClient:
         )
         return result
 
+    async def list_pages(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        page_bytes: int = 4 * 1024 * 1024,
+    ) -> AsyncGenerator[Page, None]:
+        """The list, one page at a time, each page at most about `page_bytes` of JSON: the first
+        asks for as many objects as fit if each were as large as the API server stores
+        (MAX_OBJECT_BYTES), each next one for as many as fit at the size the last page's objects
+        had, up to `page_size`. So a namespace of huge objects is read a few at a time and
+        memory holds one bounded page, whatever anyone stored."""
+        limit = max(1, min(page_size, page_bytes // MAX_OBJECT_BYTES))
+        token: str | None = None
+        while True:
+            query = {"limit": str(limit)}
+            if label_selector:
+                query["labelSelector"] = label_selector
+            if token:
+                query["continue"] = token
+            raw = await self._transport.request_raw("GET", res.path(namespace), query=query, resource=str(res))
+            page: KubeObject = decode.loads(raw) if raw else {}
+            items: builtins.list[KubeObject] = page.get("items") or []
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or None
+            yield Page(items, str(metadata.get("resourceVersion", "")), done=token is None)
+            if token is None:
+                return
+            per_object = max(1, len(raw) // max(1, len(items)))
+            limit = max(1, min(page_size, page_bytes // per_object))
+            del raw, page, items  # the caller has read this page: only one is held at a time
+
     async def list_all(
         self,
         res: Resource,
@@ -141,17 +189,13 @@ class KubeClient:
         label_selector: str | None = None,
         page_size: int = 500,
     ) -> tuple[builtins.list[KubeObject], str]:
-        """All items across pages, and the list's resourceVersion."""
+        """All items across pages, and the list's resourceVersion (for small lists: all in memory)."""
         items: builtins.list[KubeObject] = []
-        token: str | None = None
-        while True:
-            page = await self.list(
-                res, namespace, label_selector=label_selector, limit=page_size, continue_token=token
-            )
-            items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items, str((page.get("metadata") or {}).get("resourceVersion", ""))
+        resource_version = ""
+        async for page in self.list_pages(res, namespace, label_selector=label_selector, page_size=page_size):
+            items.extend(page.items)
+            resource_version = page.resource_version
+        return items, resource_version
 
     async def watch(
         self,

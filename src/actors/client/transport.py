@@ -110,6 +110,31 @@ class Transport:
         name: str | None = None,
     ) -> Any:
         """One request; the decoded answer ({} for an empty one), ApiError for a non-2xx answer."""
+        raw = await self.request_raw(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            resource=resource,
+            name=name,
+        )
+        return decode.loads(raw) if raw else {}
+
+    async def request_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = 60.0,
+        resource: str = "",
+        name: str | None = None,
+    ) -> bytes:
+        """One request; the answer's bytes, ApiError for a non-2xx answer."""
         if self.fence is not None and method in _WRITES:
             self.fence(method, resource)
         query = dict(query or {})
@@ -132,7 +157,7 @@ class Transport:
             self._observe(request_verb(method, query, name), resource, code, started)
         if not 200 <= code <= 299:
             raise api_error(code, raw)
-        return decode.loads(raw) if raw else {}
+        return raw
 
     async def stream_lines(
         self, path: str, query: Mapping[str, str], *, resource: str, read_timeout: float

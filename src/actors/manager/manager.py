@@ -132,7 +132,7 @@ class Manager:
             namespace=namespace,
             transform=self.instances.transform,
             on_change=self._instance_changed,
-            settings=self.options.watch_settings(page_size=self.options.instance_page_size),
+            settings=self.options.watch_settings(),
         )
 
     def _owned_kinds(self) -> OwnedKinds:
@@ -142,7 +142,9 @@ class Manager:
             self.owned,
             scopes=self._scopes(),
             label_selector=f"{LABEL_PROVIDER}={self.provider.name}",
-            transform=lambda resource, obj: self._derived(owned_ref(resource, obj, intent_annotation=annotation)),
+            transform=lambda resource, obj: self._derived(
+                owned_ref(resource, obj, intent_annotation=annotation, max_bytes=self.options.max_owned_object_bytes)
+            ),
             on_change=self._owned_changed,
             interval=self.options.discovery_interval,
             sync_timeout=self.options.sync_timeout,

@@ -50,9 +50,12 @@ class ManagerOptions:
     watch_backoff_base: float = 0.2
     watch_backoff_cap: float = 30.0
     page_size: int = 500
-    # Instances per list page: an Instance may be up to ~1.5 MB, and a page is held whole while
-    # it is decoded.
-    instance_page_size: int = 100
+    # A list is read a page at a time, each about this many bytes of JSON at most, so relisting a
+    # namespace of large objects holds a bounded amount of memory.
+    page_bytes: int = 4 * 1024 * 1024
+    # A derived object is kept in memory whole up to this many bytes of JSON, as a stub beyond
+    # (far above what the provider writes for any object: an Instance's spec is at most 64 KiB).
+    max_owned_object_bytes: int = 256 * 1024
     # Leader election (client-go's defaults).
     leader_elect: bool = False
     lease_namespace: str = "default"
@@ -70,9 +73,10 @@ class ManagerOptions:
             TokenBucket(self.qps, self.burst, clock or MonotonicClock()),
         )
 
-    def watch_settings(self, *, page_size: int | None = None) -> WatchSettings:
+    def watch_settings(self) -> WatchSettings:
         return WatchSettings(
             timeout_seconds=self.watch_timeout,
             backoff=Backoff(self.watch_backoff_base, self.watch_backoff_cap, jitter=0.5),
-            page_size=page_size or self.page_size,
+            page_size=self.page_size,
+            page_bytes=self.page_bytes,
         )

@@ -4,11 +4,13 @@ from typing import Any
 
 from actors.apply.applier import holds
 from actors.apply.conflicts import ApplyConflict, parse_conflicts as _parse_conflicts
-from actors.cache.owned_index import OwnedIndex, owned_ref
+from actors.cache.owned_index import OwnedIndex, OwnedRef, owned_ref, projected
 from actors.client import ApiError
 from actors.client.json_codec import content_hash
+from actors.client.known_resources import SECRETS
 from actors.contract import controller_reference, is_owned_by, stamp
 from actors.interface import Resource
+from actors.manager.options import ManagerOptions
 
 CM = Resource("", "v1", "configmaps", "ConfigMap")
 INSTANCE = {"metadata": {"name": "i", "namespace": "ns", "uid": "u-1"}}
@@ -50,11 +52,15 @@ def test_stamp_derives_only_from_the_instance() -> None:
     assert "ownerReferences" not in obj["metadata"]  # the input is not mutated
 
 
+def ref_of(obj: dict[str, Any], resource: Resource = CM) -> OwnedRef | None:
+    """The index entry of `obj` as the manager makes it (its defaults: the runtime's bounds)."""
+    return owned_ref(resource, obj, intent_annotation="", max_bytes=ManagerOptions().max_owned_object_bytes)
+
+
 def test_owned_index_tracks_by_owner_and_uid() -> None:
     index = OwnedIndex()
-    a = owned_ref(CM, stamp({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}}, INSTANCE, "p"))
-    namesake = owned_ref(
-        CM,
+    a = ref_of(stamp({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}}, INSTANCE, "p"))
+    namesake = ref_of(
         stamp(
             {"kind": "ConfigMap", "metadata": {"name": "b"}},
             {"metadata": {"name": "i", "namespace": "ns", "uid": "old-uid"}},
@@ -72,7 +78,7 @@ def test_owned_index_tracks_by_owner_and_uid() -> None:
 
 
 def test_objects_without_an_instance_controller_are_not_indexed() -> None:
-    assert owned_ref(CM, {"metadata": {"name": "x", "ownerReferences": [{"kind": "Deployment"}]}}) is None
+    assert ref_of({"metadata": {"name": "x", "ownerReferences": [{"kind": "Deployment"}]}}) is None
 
 
 def test_holds_compares_what_we_set_and_ignores_what_the_api_server_added() -> None:
@@ -85,3 +91,31 @@ def test_holds_compares_what_we_set_and_ignores_what_the_api_server_added() -> N
     assert not holds({**live, "spec": {**live["spec"], "replicas": 2}}, wanted)  # a value of ours changed
     assert not holds({**live, "spec": {**live["spec"], "ports": []}}, wanted)  # a list of ours changed
     assert not holds({"spec": {"replicas": "1", "ports": [{"port": 80}]}, "metadata": live["metadata"]}, wanted)
+
+
+def test_a_secret_is_kept_as_digests_of_its_values_and_still_compares_with_what_we_write() -> None:
+    secret = stamp(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "i-conn"}, "data": {"uri": "aHR0cA=="}},
+        INSTANCE,
+        "p",
+    )
+    ref = ref_of(secret, SECRETS)
+    assert ref is not None
+    kept = ref.object()
+    assert kept["data"]["uri"] != "aHR0cA==" and len(kept["data"]["uri"]) == 32  # a digest, not the value
+    assert holds(kept, projected(SECRETS, secret))
+    changed = {**secret, "data": {"uri": "b3RoZXI="}}
+    assert not holds(kept, projected(SECRETS, changed))
+
+
+def test_an_object_over_the_bound_is_kept_as_a_stub_of_its_metadata() -> None:
+    bulky = stamp(
+        {"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7"}, "data": {"x": "y" * 300_000}},
+        INSTANCE,
+        "p",
+    )
+    ref = ref_of(bulky)
+    assert ref is not None and ref.resource_version == "7" and ref.owner_uid == "u-1"
+    assert ref.object()["metadata"] == {"name": "a", "namespace": "ns", "resourceVersion": "7"}
+    assert len(ref.packed) < 200
+    assert not holds(ref.object(), {"data": {"x": "y"}})  # so the next pass applies it whole again
