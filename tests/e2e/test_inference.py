@@ -34,6 +34,7 @@ import yaml
 from cluster.node import NodeCluster
 from tests.e2e.conftest import MEASUREMENTS, ROOT, build_image, node_cluster
 from tests.e2e.support import get_json, kubectl, provider_writes, the_leader, wait_for
+from tests.support.instances import predictor_instance, predictor_parameters
 
 NAMESPACE = "inference"
 INSTANCE = "iris"
@@ -161,31 +162,18 @@ def _runtime() -> dict[str, Any]:
 
 
 def _instance() -> dict[str, Any]:
-    return {
-        "apiVersion": "core.openeverest.io/v1alpha1",
-        "kind": "Instance",
-        "metadata": {"name": INSTANCE, "namespace": NAMESPACE},
-        "spec": {
-            "providerRef": {"name": "provider-kserve"},
-            "topology": {"type": "predictor"},
-            "components": {
-                "predictor": {
-                    "type": "modelServer",
-                    "resources": {
-                        "requests": {"cpu": "100m", "memory": "256Mi"},
-                        "limits": {"cpu": "1", "memory": "1Gi"},
-                    },
-                    "parameters": {
-                        "modelFormat": "sklearn",
-                        "storageURI": f"pvc://{CLAIM}/{MODEL_PATH}",
-                        "runtime": RUNTIME,
-                        "minReplicas": 1,
-                        "maxReplicas": 1,
-                    },
-                }
-            },
+    """The trained model, served from the PersistentVolume by the model server's runtime."""
+    return predictor_instance(
+        INSTANCE,
+        NAMESPACE,
+        uid=None,
+        parameters=predictor_parameters(
+            storageURI=f"pvc://{CLAIM}/{MODEL_PATH}", runtime=RUNTIME, minReplicas=1, maxReplicas=1
+        ),
+        component={
+            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
         },
-    }
+    )
 
 
 def _apply(node: NodeCluster, *objects: dict[str, Any]) -> None:

@@ -27,14 +27,8 @@ from provider.model.names import PROVIDER_NAME
 from provider.topologies.llm import status as llm_status
 from provider.topologies.protocol import Catalogs
 from tests.integration.test_llm_crd import first_difference
-from tests.support.instances import (
-    conditions_of,
-    connection_secret,
-    llm_instance,
-    wait_phase,
-    wait_status,
-    workload_url,
-)
+from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
+from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import idle, running_manager, wait_for
 
@@ -110,10 +104,15 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     provider, shared = build_provider(env, client)
     opted_in = {
-        "alpha": llm_instance("alpha", namespace, {"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 5000}),
-        "beta": llm_instance("beta", namespace, {"externalAccess": "EnvoyAIGateway"}),
+        "alpha": llm_instance(
+            "alpha",
+            namespace,
+            on_cluster=True,
+            topology={"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 5000},
+        ),
+        "beta": llm_instance("beta", namespace, on_cluster=True, topology={"externalAccess": "EnvoyAIGateway"}),
     }
-    plain = llm_instance("gamma", namespace, {"externalAccess": "ClusterIP"})
+    plain = llm_instance("gamma", namespace, on_cluster=True, topology={"externalAccess": "ClusterIP"})
 
     async def get(resource: Resource, name: str) -> KubeObject | None:
         return await kube.get(resource, namespace, name)

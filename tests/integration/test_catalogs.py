@@ -19,7 +19,8 @@ from provider.model import kinds
 from provider.shared.catalog_actors import LoraCatalogActor
 from provider.topologies.llm import status as llm_status
 from tests.integration.test_ai_gateway import count_reconciles
-from tests.support.instances import conditions_of, llm_instance, wait_phase
+from tests.support.instance_status import conditions_of, wait_phase
+from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import idle, running_manager, wait_for
 
@@ -62,6 +63,7 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
     lora = llm_instance(
         "lora",
         namespace,
+        on_cluster=True,
         engine={
             "modelURI": "hf://Qwen/Qwen2.5-0.5B-Instruct",
             "modelName": "qwen2.5-0.5b-instruct",
@@ -69,8 +71,8 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
             "loraSlot1": ADAPTER,
         },
     )
-    plain = llm_instance("plain", namespace)
-    gated = llm_instance("gated", namespace, engine={"modelURI": GATED_URI, "computeProfile": "gpu"})
+    plain = llm_instance("plain", namespace, on_cluster=True)
+    gated = llm_instance("gated", namespace, on_cluster=True, engine={"modelURI": GATED_URI, "computeProfile": "gpu"})
     gated["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = "1"
 
     async with running_manager(controlplane, provider, namespace, shared=shared, client=client) as (manager, _):

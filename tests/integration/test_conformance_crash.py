@@ -38,10 +38,10 @@ from tests.integration.test_conformance_support import (
     convergence,
     inventory,
     kinds_of,
-    llm_instance,
     wait_converged,
     write_kubeconfig,
 )
+from tests.support.instances import INLINE_CONFIG, llm_instance
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
@@ -98,7 +98,16 @@ async def test_killed_between_two_applies_restarts_and_converges_without_duplica
     await gate_llm_inference_services(kube, namespace)
     kubeconfig = write_kubeconfig(controlplane, tmp_path / "kubeconfig")
     provider = ProviderProcess(kubeconfig, namespace, tmp_path / "provider.log", env=HF_ENV)
-    await kube.create(INSTANCES, llm_instance("crash", namespace, access="LoadBalancer", config=True))
+    await kube.create(
+        INSTANCES,
+        llm_instance(
+            "crash",
+            namespace,
+            on_cluster=True,
+            topology={"externalAccess": "LoadBalancer"},
+            engine={"config": INLINE_CONFIG},
+        ),
+    )
     try:
         await provider.start()
 
@@ -132,7 +141,16 @@ async def test_killed_at_the_first_object_of_a_backlog_restarts_and_converges(
 ) -> None:
     names = [f"burst-{i}" for i in range(6)]
     for name in names:
-        await kube.create(INSTANCES, llm_instance(name, namespace, access="LoadBalancer", config=True))
+        await kube.create(
+            INSTANCES,
+            llm_instance(
+                name,
+                namespace,
+                on_cluster=True,
+                topology={"externalAccess": "LoadBalancer"},
+                engine={"config": INLINE_CONFIG},
+            ),
+        )
     kubeconfig = write_kubeconfig(controlplane, tmp_path / "kubeconfig")
     provider = ProviderProcess(kubeconfig, namespace, tmp_path / "provider.log", env=HF_ENV)
     _, rv = await kube.list_all(SERVICE_ACCOUNT, namespace, label_selector=SELECTOR)

@@ -36,10 +36,10 @@ from tests.integration.test_conformance_support import (
     inventory,
     kinds_of,
     kserve_provider,
-    llm_instance,
     wait_converged,
     write_kubeconfig,
 )
+from tests.support.instances import llm_instance
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
@@ -88,7 +88,7 @@ async def test_apiserver_down_20s_mid_backlog_then_back_misses_no_instance(
 ) -> None:
     names = [f"backlog-{i:02d}" for i in range(30)]
     for name in names:
-        await kube.create(INSTANCES, llm_instance(name, namespace))
+        await kube.create(INSTANCES, llm_instance(name, namespace, on_cluster=True))
     provider = GatedProvider(kserve_provider(), pass_first=10)
     stopped_at = 0.0
     try:
@@ -116,7 +116,7 @@ async def test_apiserver_down_20s_mid_backlog_then_back_misses_no_instance(
             controlplane.start_apiserver()
             down = time.monotonic() - stopped_at
             # The informer has to be watching again to see these two.
-            await kube.create(INSTANCES, llm_instance("after-restart", namespace))
+            await kube.create(INSTANCES, llm_instance("after-restart", namespace, on_cluster=True))
             await kube.patch(INSTANCES, namespace, names[0], {"spec": {"components": {"llmEngine": {"replicas": 2}}}})
             drained = await wait_converged(kube, namespace, [*names, "after-restart"], timeout=180)
             relists = [i.relists for i in manager.instance_informers]
@@ -140,7 +140,7 @@ async def test_partition_with_compaction_relists_and_loses_no_change(
     await proxy.start()
     kubeconfig = write_kubeconfig(controlplane, tmp_path / "kubeconfig", server=f"https://127.0.0.1:{proxy.port}")
     for name in ("edit", "gone", "keep", "repair"):
-        await kube.create(INSTANCES, llm_instance(name, namespace))
+        await kube.create(INSTANCES, llm_instance(name, namespace, on_cluster=True))
     try:
         async with running_manager(SimpleNamespace(kubeconfig=kubeconfig), kserve_provider(), namespace) as (
             manager,
@@ -155,7 +155,7 @@ async def test_partition_with_compaction_relists_and_loses_no_change(
                 INSTANCES, namespace, "edit", {"spec": {"topology": {"parameters": {"externalAccess": "NodePort"}}}}
             )
             await kube.delete(INSTANCES, namespace, "gone")
-            await kube.create(INSTANCES, llm_instance("new", namespace))
+            await kube.create(INSTANCES, llm_instance("new", namespace, on_cluster=True))
             await kube.delete(POD_MONITOR, namespace, "repair-metrics")
             revision = controlplane.compact()
             proxy.heal()

@@ -37,9 +37,9 @@ from tests.integration.test_conformance_support import (
     inventory,
     kinds_of,
     kserve_provider,
-    llm_instance,
     wait_converged,
 )
+from tests.support.instances import llm_instance
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
@@ -101,7 +101,7 @@ async def test_foreign_field_manager_conflict_is_visible_and_not_fought(
 ) -> None:
     provider = kserve_provider()
     async with running_manager(controlplane, provider, namespace) as (manager, _):
-        await kube.create(INSTANCES, llm_instance("owned", namespace, replicas=1))
+        await kube.create(INSTANCES, llm_instance("owned", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["owned"])
         taken = await kube.apply(
             LLM,
@@ -165,7 +165,7 @@ async def test_foreign_field_manager_conflict_is_visible_and_not_fought(
 
 async def test_derived_object_deleted_by_hand_is_recreated(controlplane: Any, kube: KubeClient, namespace: str) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, llm_instance("lost", namespace))
+        await kube.create(INSTANCES, llm_instance("lost", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["lost"])
         before = await kube.get(LLM, namespace, "lost")
         assert before is not None
@@ -184,7 +184,7 @@ async def test_fields_we_own_removed_by_hand_are_restored_and_others_left_alone(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, llm_instance("drift", namespace, replicas=1))
+        await kube.create(INSTANCES, llm_instance("drift", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["drift"])
         # Our provider label removed: the object drops out of our label-selected informer, too.
         await hand_edit(kube, namespace, "drift", {"metadata": {"labels": {LABEL_PROVIDER: None}}})
@@ -212,7 +212,7 @@ async def test_field_we_own_changed_by_kubectl_edit_is_restored(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, llm_instance("edited", namespace, replicas=1))
+        await kube.create(INSTANCES, llm_instance("edited", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["edited"])
         await hand_edit(kube, namespace, "edited", {"spec": {"replicas": 5}})
 
@@ -235,7 +235,7 @@ async def test_instance_deleted_while_kserve_object_held_by_foreign_finalizer(
 ) -> None:
     hold = "example.com/hold"
     async with running_manager(controlplane, kserve_provider(), namespace) as (manager, _):
-        await kube.create(INSTANCES, llm_instance("held", namespace))
+        await kube.create(INSTANCES, llm_instance("held", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["held"])
         await hand_edit(kube, namespace, "held", {"metadata": {"finalizers": [hold]}})
         requests = record_requests(manager)

@@ -29,14 +29,8 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.interface import KubeObject
 from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
-from tests.integration.test_conformance_support import (
-    SELECTOR,
-    census,
-    condition,
-    inventory,
-    kserve_provider,
-    llm_instance,
-)
+from tests.integration.test_conformance_support import SELECTOR, census, condition, inventory, kserve_provider
+from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
@@ -81,7 +75,7 @@ async def create_converge_delete(plane: Any, kube: KubeClient, namespace: str, c
     names = [f"scale-{i:03d}" for i in range(count)]
     async with running_manager(plane, kserve_provider(), namespace):
         started = time.monotonic()
-        await in_parallel([partial(kube.create, INSTANCES, llm_instance(n, namespace)) for n in names])
+        await in_parallel([partial(kube.create, INSTANCES, llm_instance(n, namespace, on_cluster=True)) for n in names])
 
         async def all_synced() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)

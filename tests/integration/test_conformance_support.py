@@ -1,7 +1,5 @@
 """Shared pieces of the conformance suite (test_conformance_*.py). No tests here.
 
-- `llm_instance` builds the Instances the cases use: the real KServe provider's `llm` topology,
-  without `spec.version` (no Provider CR is needed then);
 - `inventory` lists every object carrying our provider label, the way the runtime's informers see
   them; `convergence` is the end state every case must reach: Synced and Valid for the current
   generation, every desired object present, ours and as rendered, and nothing else of ours;
@@ -38,7 +36,6 @@ from provider.topologies.protocol import Catalogs
 
 PROVIDER_BIN = Path(sys.executable).parent / "provider-kserve"
 SELECTOR = f"{LABEL_PROVIDER}={PROVIDER_NAME}"
-CONFIG = "template:\n  containers:\n    - name: main\n      args: [--enforce-eager]\n"
 # The chart setting that adds the model-puller ServiceAccount: one more object per Instance.
 HF_ENV = {"HF_TOKEN_SECRET_NAME": "hf-token"}
 
@@ -52,31 +49,6 @@ HF_PROVIDER = kserve_provider(hf_token_secret_name="hf-token")
 
 
 OWNED: tuple[Resource, ...] = tuple(kserve_provider().owned_resources())
-
-
-def llm_instance(
-    name: str, namespace: str, *, access: str = "ClusterIP", config: bool = False, replicas: int = 1
-) -> KubeObject:
-    params: dict[str, Any] = {"modelURI": "hf://Qwen/Qwen2.5-0.5B-Instruct", "modelName": "qwen"}
-    if config:
-        params["config"] = CONFIG
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "providerRef": {"name": PROVIDER_NAME},
-            "topology": {"type": "llm", "parameters": {"externalAccess": access}},
-            "components": {
-                "llmEngine": {
-                    "type": "vllm",
-                    "replicas": replicas,
-                    "resources": {"limits": {"cpu": "2", "memory": "4Gi"}},
-                    "parameters": {**params, "computeProfile": "cpu"},
-                }
-            },
-        },
-    }
 
 
 # -- reading the cluster --------------------------------------------------------------------------

@@ -33,10 +33,10 @@ from tests.integration.test_conformance_support import (
     OWNED,
     ProviderProcess,
     condition,
-    llm_instance,
     wait_converged,
     write_kubeconfig,
 )
+from tests.support.instances import llm_instance
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
@@ -97,7 +97,7 @@ async def test_objects_nested_1000_deep_of_every_watched_kind_do_not_take_the_pr
 ) -> None:
     raw = RawApi(controlplane)
     provider = provider_process(controlplane, namespace, tmp_path)
-    await kube.create(INSTANCES, llm_instance("ok", namespace))
+    await kube.create(INSTANCES, llm_instance("ok", namespace, on_cluster=True))
     stored: dict[str, int] = {}
     deep_provider = f"deep-{namespace}"
     deep_namespace = f"deep-{namespace}"
@@ -161,12 +161,12 @@ async def test_objects_nested_1000_deep_of_every_watched_kind_do_not_take_the_pr
         assert deep["status"]["message"].startswith("spec.parameters.x.a.a.a")
         assert deep["status"]["message"].endswith("nests deeper than 32 levels")
         # Still up, still converging others, and after a restart too (no crash loop).
-        await kube.create(INSTANCES, llm_instance("after", namespace))
+        await kube.create(INSTANCES, llm_instance("after", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["ok", "after"])
         assert provider.alive()
         await provider.kill()
         await provider.start()
-        await kube.create(INSTANCES, llm_instance("after-restart", namespace))
+        await kube.create(INSTANCES, llm_instance("after-restart", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["ok", "after", "after-restart"])
         await anyio.sleep(2)
         assert provider.alive() and provider.starts == 2
@@ -190,10 +190,10 @@ async def test_inline_config_amplifiers_are_refused_with_a_message(
     assert len(bomb) < 400
     brackets = "template: " + "[" * 3000 + "]" * 3000
     for name, text in (("bomb", bomb), ("brackets", brackets)):
-        body = llm_instance(name, namespace)
+        body = llm_instance(name, namespace, on_cluster=True)
         body["spec"]["components"]["llmEngine"]["parameters"]["config"] = text
         await kube.create(INSTANCES, body)
-    await kube.create(INSTANCES, llm_instance("fine", namespace))
+    await kube.create(INSTANCES, llm_instance("fine", namespace, on_cluster=True))
     try:
         await provider.start()
         await wait_converged(kube, namespace, ["fine"])
@@ -225,7 +225,7 @@ async def test_instances_with_megabytes_of_parameters_are_refused_and_cost_littl
     controlplane: Any, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     provider = provider_process(controlplane, namespace, tmp_path)
-    await kube.create(INSTANCES, llm_instance("small", namespace))
+    await kube.create(INSTANCES, llm_instance("small", namespace, on_cluster=True))
     await provider.start()
     try:
         await wait_converged(kube, namespace, ["small"])
@@ -233,7 +233,7 @@ async def test_instances_with_megabytes_of_parameters_are_refused_and_cost_littl
         before = vm_rss_mib(provider.process.pid)
         names = [f"big-{i}" for i in range(40)]
         for name in names:
-            body = llm_instance(name, namespace)
+            body = llm_instance(name, namespace, on_cluster=True)
             body["spec"]["components"]["llmEngine"]["parameters"]["padding"] = secrets.token_hex(700_000)
             await kube.create(INSTANCES, body)
 
@@ -271,7 +271,7 @@ async def test_validation_endpoint_answers_4xx_for_anything_and_stays_responsive
     )
     await provider.start()
     url = f"http://127.0.0.1:{validation}/validate"
-    valid = llm_instance("v", namespace)
+    valid = llm_instance("v", namespace, on_cluster=True)
     # Requests that are not a validation request at all: a 4xx with a reason.
     malformed: list[bytes] = [
         b"",

@@ -22,12 +22,8 @@ from controlplane import NAMESPACE, free_port, service_account_token
 from provider.kserve import build_provider
 from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from tests.integration.hostile_support import fetch, http_get, secret_text
-from tests.integration.test_conformance_support import (
-    condition,
-    kserve_provider,
-    llm_instance,
-    wait_converged,
-)
+from tests.integration.test_conformance_support import condition, kserve_provider, wait_converged
+from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
@@ -49,7 +45,7 @@ async def test_a_foreign_conn_secret_is_never_written_or_deleted(kserve: KServeC
     }
     created = await kube.create(SECRETS, foreign)
     async with running_manager(kserve.plane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, llm_instance("postgres", namespace))
+        await kube.create(INSTANCES, llm_instance("postgres", namespace, on_cluster=True))
         # KServe serves it, so the provider has connection details to write.
 
         async def clash_reported() -> dict[str, Any] | None:
@@ -84,7 +80,9 @@ async def test_a_service_with_a_derived_name_is_not_adopted(
         "POST", SERVICE.path(namespace), query={"fieldManager": "kubectl-create"}, body=mine, resource="services"
     )
     async with running_manager(controlplane, kserve_provider(), namespace) as (_, requests):
-        await kube.create(INSTANCES, llm_instance("web", namespace, access="LoadBalancer"))
+        await kube.create(
+            INSTANCES, llm_instance("web", namespace, on_cluster=True, topology={"externalAccess": "LoadBalancer"})
+        )
 
         async def clash() -> dict[str, Any] | None:
             status = await status_of(kube, namespace, "web")
@@ -124,7 +122,7 @@ async def test_pass_through_pod_settings_follow_the_namespace_pod_security_level
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     provider, shared = build_provider({}, client)
     async with running_manager(controlplane, provider, namespace, shared=shared, client=client) as (manager, _):
-        body = llm_instance("root", namespace)
+        body = llm_instance("root", namespace, on_cluster=True)
         body["spec"]["components"]["llmEngine"]["parameters"]["config"] = PRIVILEGED_CONFIG
         await kube.create(INSTANCES, body)
 
@@ -178,7 +176,7 @@ async def test_metrics_and_validation_need_an_allowed_token_over_tls(
             for token, expected in ((None, 401), (stranger, 403), (controlplane.admin_token, 200)):
                 headers = {"Authorization": f"Bearer {token}"} if token else {}
                 async with session.post(
-                    target, json={"object": llm_instance("x", namespace)}, headers=headers, ssl=False
+                    target, json={"object": llm_instance("x", namespace, on_cluster=True)}, headers=headers, ssl=False
                 ) as r:
                     assert r.status == expected, (token is None, await r.text())
 

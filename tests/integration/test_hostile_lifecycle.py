@@ -25,14 +25,8 @@ from actors.contract import FINALIZER, LABEL_PROVIDER
 from controlplane import install_crds, load_crds
 from provider.model.kinds import LLM_INFERENCE_SERVICE
 from tests.integration.hostile_support import hostile_status, secret_text
-from tests.integration.test_conformance_support import (
-    condition,
-    inventory,
-    kinds_of,
-    kserve_provider,
-    llm_instance,
-    wait_converged,
-)
+from tests.integration.test_conformance_support import condition, inventory, kinds_of, kserve_provider, wait_converged
+from tests.support.instances import INLINE_CONFIG, llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
@@ -61,7 +55,7 @@ async def test_deletions_with_nothing_to_delete_finish_at_once(
     names = [f"bad-{i}" for i in range(20)]
     async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC):
         for name in names:
-            body = llm_instance(name, namespace)
+            body = llm_instance(name, namespace, on_cluster=True)
             body["spec"]["components"]["llmEngine"]["parameters"]["modelURI"] = "nope://x"
             await kube.create(INSTANCES, body)
         for name in names:
@@ -79,7 +73,16 @@ async def test_an_instance_handed_to_another_provider_is_released(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC):
-        await kube.create(INSTANCES, llm_instance("moved", namespace, access="LoadBalancer", config=True))
+        await kube.create(
+            INSTANCES,
+            llm_instance(
+                "moved",
+                namespace,
+                on_cluster=True,
+                topology={"externalAccess": "LoadBalancer"},
+                engine={"config": INLINE_CONFIG},
+            ),
+        )
         await wait_converged(kube, namespace, ["moved"])
         assert sum(kinds_of(await inventory(kube, namespace), "moved").values()) >= 3
         await kube.patch(INSTANCES, namespace, "moved", {"spec": {"providerRef": {"name": "another-provider"}}})
@@ -98,7 +101,7 @@ async def test_an_instance_handed_to_another_provider_is_released(
 
 async def test_status_is_always_written_and_follows_kserve(controlplane: Any, kube: KubeClient, namespace: str) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC):
-        long_uri = llm_instance("long-uri", namespace)
+        long_uri = llm_instance("long-uri", namespace, on_cluster=True)
         long_uri["spec"]["components"]["llmEngine"]["parameters"]["modelURI"] = "hf://" + "a" * 40_000
         await kube.create(INSTANCES, long_uri)
         failed = await wait_for(lambda: phase_is(kube, namespace, "long-uri", "Failed"))
@@ -107,7 +110,7 @@ async def test_status_is_always_written_and_follows_kserve(controlplane: Any, ku
 
         # No KServe runs here: a writer of the LLMInferenceService's status says Ready, then what
         # KServe never would (a 100 kB message, a condition type the Instance CRD rejects).
-        await kube.create(INSTANCES, llm_instance("served", namespace))
+        await kube.create(INSTANCES, llm_instance("served", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["served"])
         live = await kube.get(LLM_INFERENCE_SERVICE, namespace, "served")
         assert live is not None
@@ -139,7 +142,7 @@ async def test_a_deleted_or_edited_connection_secret_is_restored(kserve: KServeC
     kube, namespace = kserve.kube, kserve_namespace
     async with running_manager(kserve.plane, kserve_provider(), namespace, resync_period=NO_RESYNC):
         # KServe serves it: the provider writes its connection Secret.
-        await kube.create(INSTANCES, llm_instance("conn", namespace))
+        await kube.create(INSTANCES, llm_instance("conn", namespace, on_cluster=True))
 
         async def secret() -> dict[str, Any] | None:
             got = await kube.get(SECRETS, namespace, "conn-conn")
@@ -167,7 +170,7 @@ async def test_ready_without_observed_generation_is_not_trusted_after_an_edit(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC):
-        await kube.create(INSTANCES, llm_instance("gen", namespace))
+        await kube.create(INSTANCES, llm_instance("gen", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["gen"])
         ready = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
         status = {"conditions": ready, "url": f"http://gen-kserve-workload-svc.{namespace}.svc.cluster.local:8000"}
@@ -191,7 +194,7 @@ async def test_names_and_numbers_over_field_limits_are_refused_without_an_apply(
     }
     async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC) as (_, requests):
         for name in cases:
-            body = llm_instance(name, namespace)
+            body = llm_instance(name, namespace, on_cluster=True)
             engine = body["spec"]["components"]["llmEngine"]
             if name == "big-replicas":
                 engine["replicas"] = 2**31
@@ -211,7 +214,7 @@ async def test_a_removed_kserve_crd_is_reported_in_the_providers_words(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC):
-        await kube.create(INSTANCES, llm_instance("before", namespace))
+        await kube.create(INSTANCES, llm_instance("before", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["before"])
         try:
             await controlplane.delete_crd(LLM_CRD)

@@ -17,13 +17,8 @@ from kservestack import MANAGER
 from provider.kserve import KServeProvider
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.settings import ProviderSettings
-from tests.support.instances import (
-    conditions_of,
-    connection_secret,
-    instance_status,
-    predictor_instance,
-    wait_phase,
-)
+from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_phase
+from tests.support.instances import predictor_instance, predictor_parameters
 from tests.support.kserve import DEPLOYMENTS, HPAS, SERVICES, KServeCluster, kserve_children, wait_gone
 from tests.support.runtime import running_manager, wait_for
 
@@ -45,7 +40,12 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
     kube, ns, name = kserve.kube, kserve_namespace, "iris"
     host = f"{name}-predictor.{ns}.svc.cluster.local"
     async with running_manager(kserve.plane, provider(), ns):
-        created = await kube.create(INSTANCES, predictor_instance(name, ns, {"minReplicas": 1, "maxReplicas": 3}))
+        created = await kube.create(
+            INSTANCES,
+            predictor_instance(
+                name, ns, on_cluster=True, parameters=predictor_parameters(minReplicas=1, maxReplicas=3)
+            ),
+        )
         status = await wait_phase(kube, ns, name, "Ready", timeout=READY_TIMEOUT)
         conditions = conditions_of(status)
         assert (conditions["KServeReady"]["status"], conditions["KServeReady"]["reason"]) == ("True", "Ready")
@@ -132,7 +132,9 @@ async def test_pending_pods_are_provisioning_with_the_predictors_reason(
     kube, ns, name = kserve.kube, kserve_namespace, "greedy"
     async with running_manager(kserve.plane, provider(), ns):
         limits = {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": str(kserve.stack.gpus * 2)}
-        await kube.create(INSTANCES, predictor_instance(name, ns, limits=limits))
+        await kube.create(
+            INSTANCES, predictor_instance(name, ns, on_cluster=True, component={"resources": {"limits": limits}})
+        )
         status = await wait_phase(kube, ns, name, "Provisioning", PENDING, timeout=READY_TIMEOUT)
         predictor = conditions_of(status)["KServePredictorReady"]
         assert (predictor["status"], predictor["reason"]) == ("False", "MinimumReplicasUnavailable")
@@ -171,7 +173,9 @@ async def test_runtime_problems_fail_with_what_to_do(
 ) -> None:
     kube, ns, name = kserve.kube, kserve_namespace, "iris"
     async with running_manager(kserve.plane, provider(), ns):
-        await kube.create(INSTANCES, predictor_instance(name, ns, parameters))
+        await kube.create(
+            INSTANCES, predictor_instance(name, ns, on_cluster=True, parameters=predictor_parameters(**parameters))
+        )
         status = await wait_phase(kube, ns, name, "Failed", message, timeout=READY_TIMEOUT)
         assert conditions_of(status)["Synced"]["status"] == "True"
         assert await kserve_children(kube, ns, name) == []
@@ -185,7 +189,7 @@ async def test_kserve_manager_restart_loses_nothing(kserve: KServeCluster, kserv
     async with running_manager(kserve.plane, provider(), ns):
         kserve.stack.stop_controller(MANAGER)
         try:
-            await kube.create(INSTANCES, predictor_instance(name, ns))
+            await kube.create(INSTANCES, predictor_instance(name, ns, on_cluster=True))
 
             async def refused() -> dict[str, Any] | None:
                 synced = conditions_of(await instance_status(kube, ns, name)).get("Synced") or {}

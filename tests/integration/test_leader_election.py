@@ -15,7 +15,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, LEASES
 from controlplane import free_port
-from tests.support.null_provider import instance
+from tests.support.instances import null_instance
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
@@ -63,7 +63,7 @@ async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
             return None if holder is None else str(holder)
 
         holder = await wait_for(leased, timeout=60)
-        await kube.create(INSTANCES, instance("first", namespace))
+        await kube.create(INSTANCES, null_instance("first", namespace))
 
         async def first_ready() -> bool:
             return await _phase(kube, namespace, "first") == "Ready"
@@ -85,7 +85,7 @@ async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
 
         procs[leader].send_signal(signal.SIGKILL)  # no graceful release: the lease must expire
         procs[leader].wait(timeout=10)
-        await kube.create(INSTANCES, instance("second", namespace))
+        await kube.create(INSTANCES, null_instance("second", namespace))
 
         async def second_ready() -> bool:
             return await _phase(kube, namespace, "second") == "Ready"

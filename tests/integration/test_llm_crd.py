@@ -32,6 +32,7 @@ from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
 from provider.shared.catalogs import parse_lora_catalog
 from provider.topologies.protocol import Catalogs
+from tests.support.instances import llm_instance
 
 pytestmark = pytest.mark.integration
 
@@ -69,26 +70,15 @@ annotations:
 """
 
 
-def _instance(name: str, topology: dict[str, Any], engine: dict[str, Any]) -> KubeObject:
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {"name": name},
-        "spec": {
-            "providerRef": {"name": PROVIDER_NAME},
-            "version": "0.20",
-            "topology": {"type": "llm", "parameters": topology},
-            "components": {"llmEngine": engine},
-        },
-    }
-
-
 # LoadBalancer with source ranges and annotations, prefill/decode, tracing, HF token (from the
 # settings), inline config, extra baseRefs, parallelism, explicit LoRA adapters with limits, image,
 # replicas, fractional and binary quantities, resource claims, the PodMonitor.
-EVERY_KNOB = _instance(
+EVERY_KNOB = llm_instance(
     "every-knob",
-    {
+    None,
+    uid=None,
+    version="0.20",
+    topology={
         "externalAccess": "LoadBalancer",
         "enablePrefill": True,
         "prefillReplicas": 2,
@@ -96,7 +86,7 @@ EVERY_KNOB = _instance(
         "tracingEndpoint": "http://otel-collector.observability:4317",
         "enableMetrics": True,
     },
-    {
+    component={
         "type": "vllm",
         "version": "v0.20.0",
         "image": "registry.example/vllm/vllm-openai:v0.11.0",
@@ -137,10 +127,13 @@ EVERY_KNOB = _instance(
 
 # The Envoy AI Gateway: AIGatewayRoute (base model and catalog adapters routed) and the token quota
 # BackendTrafficPolicy; KServe's Gateway API routing on top (router-route preset), on CPU.
-GATEWAY_KNOBS = _instance(
+GATEWAY_KNOBS = llm_instance(
     "gateway-knobs",
-    {"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 50000, "enableGatewayRouting": True},
-    {
+    None,
+    uid=None,
+    version="0.20",
+    topology={"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 50000, "enableGatewayRouting": True},
+    component={
         "type": "vllm",
         "replicas": 1,
         "resources": {"limits": {"cpu": "4", "memory": "16Gi"}},

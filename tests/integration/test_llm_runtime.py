@@ -23,14 +23,8 @@ from provider.kserve import build_provider
 from provider.model import kinds
 from provider.model.names import PROVIDER_NAME
 from provider.topologies.llm import status as llm_status
-from tests.support.instances import (
-    conditions_of,
-    connection_secret,
-    instance_status,
-    llm_instance,
-    wait_phase,
-    wait_status,
-)
+from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_phase, wait_status
+from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
 from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, hf_token_secret, provider_running
 from tests.support.runtime import running_manager, wait_for
@@ -48,7 +42,7 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
     client = await KubeClient.connect(str(kserve.plane.kubeconfig))
     provider, shared = build_provider(ENV, client)
     async with running_manager(kserve.plane, provider, ns, shared=shared, client=client):
-        created = await kube.create(INSTANCES, llm_instance(name, ns))
+        created = await kube.create(INSTANCES, llm_instance(name, ns, on_cluster=True))
 
         async def llmisvc() -> KubeObject | None:
             return await kube.get(LLM, ns, name)
@@ -136,7 +130,7 @@ async def test_pending_pods_are_provisioning_with_kserves_reason(kserve: KServeC
     kube, ns, name = kserve.kube, kserve_namespace, "greedy"
     async with provider_running(kserve, ns):
         engine = {"computeProfile": "gpu"}
-        body = llm_instance(name, ns, engine=engine)
+        body = llm_instance(name, ns, on_cluster=True, engine=engine)
         body["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = str(kserve.stack.gpus * 2)
         await kube.create(INSTANCES, body)
         status = await wait_phase(kube, ns, name, "Provisioning", PENDING, timeout=READY_TIMEOUT)
@@ -154,7 +148,7 @@ async def test_missing_base_ref_fails_then_heals(kserve: KServeCluster, kserve_n
     edit."""
     kube, ns, name = kserve.kube, kserve_namespace, "based"
     async with provider_running(kserve, ns):
-        await kube.create(INSTANCES, llm_instance(name, ns, engine={"baseRefs": ["team-defaults"]}))
+        await kube.create(INSTANCES, llm_instance(name, ns, on_cluster=True, engine={"baseRefs": ["team-defaults"]}))
         status = await wait_phase(kube, ns, name, "Failed", timeout=READY_TIMEOUT)
         assert status["message"].startswith(
             "KServe cannot combine the LLMInferenceService configuration (ConfigNotFound: "
@@ -180,7 +174,7 @@ async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_names
     with two replicas."""
     kube, ns, name = kserve.kube, kserve_namespace, "chat"
     async with provider_running(kserve, ns):
-        await kube.create(INSTANCES, llm_instance(name, ns))
+        await kube.create(INSTANCES, llm_instance(name, ns, on_cluster=True))
         await wait_phase(kube, ns, name, "Ready", timeout=READY_TIMEOUT)
         kserve.stack.stop_controller(LLMISVC)
         try:

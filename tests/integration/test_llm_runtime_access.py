@@ -20,14 +20,8 @@ from provider.kserve import build_provider
 from provider.model import kinds
 from provider.model.names import PROVIDER_NAME
 from provider.topologies.llm import status as llm_status
-from tests.support.instances import (
-    conditions_of,
-    connection_secret,
-    llm_instance,
-    wait_phase,
-    wait_status,
-    workload_url,
-)
+from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
+from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.llm_runtime import ENV, LLM, READY_TIMEOUT, hf_token_secret, provider_running
 from tests.support.runtime import running_manager, wait_for
@@ -40,8 +34,8 @@ async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kser
     once the Service gets one; NodePort: the kwok Node's address and the Service's node port."""
     kube, ns = kserve.kube, kserve_namespace
     async with provider_running(kserve, ns):
-        await kube.create(INSTANCES, llm_instance("lb", ns, {"externalAccess": "LoadBalancer"}))
-        await kube.create(INSTANCES, llm_instance("np", ns, {"externalAccess": "NodePort"}))
+        for name, mode in (("lb", "LoadBalancer"), ("np", "NodePort")):
+            await kube.create(INSTANCES, llm_instance(name, ns, on_cluster=True, topology={"externalAccess": mode}))
 
         status = await wait_phase(kube, ns, "lb", "Ready", timeout=READY_TIMEOUT)
         access = conditions_of(status)[llm_status.EXTERNAL_ACCESS]
@@ -120,7 +114,8 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
         await kube.patch(INSTANCES, namespace, name, body)
 
     async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
-        created = await kube.create(INSTANCES, llm_instance(name, namespace, topology, engine))
+        body = llm_instance(name, namespace, on_cluster=True, topology=topology, engine=engine)
+        created = await kube.create(INSTANCES, body)
 
         async def all_there() -> bool:
             objs = [

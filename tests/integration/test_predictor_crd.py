@@ -29,6 +29,7 @@ from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
 from tests.integration.test_llm_crd import first_difference
+from tests.support.instances import predictor_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 
@@ -39,25 +40,11 @@ TOPOLOGY = PredictorTopology()
 NAME = "iris"
 
 
-def instance_body(namespace: str, parameters: dict[str, Any], version: str = "0.20") -> KubeObject:
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {"name": NAME, "namespace": namespace},
-        "spec": {
-            "providerRef": {"name": PROVIDER},
-            "version": version,
-            "topology": {"type": "predictor"},
-            "components": {
-                "predictor": {
-                    "type": "modelServer",
-                    "replicas": 1,
-                    "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m"}},
-                    "parameters": parameters,
-                }
-            },
-        },
-    }
+def instance_body(namespace: str, parameters: dict[str, Any]) -> KubeObject:
+    resources = {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m"}}
+    return predictor_instance(
+        NAME, namespace, on_cluster=True, version="0.20", parameters=parameters, component={"resources": resources}
+    )
 
 
 PARAMETERS: dict[str, Any] = {

@@ -16,7 +16,8 @@ from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER
 from actors.interface import KubeObject
 from provider.model.names import FORCE_OWNERSHIP_ANNOTATION
-from tests.support.null_provider import CONFIGMAPS, NullProvider, instance
+from tests.support.instances import null_instance
+from tests.support.null_provider import CONFIGMAPS, NullProvider
 from tests.support.runtime import idle, running_manager, until, wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,7 +28,7 @@ WRITE_VERBS = {"create", "update", "patch", "dryrun", "delete"}
 async def test_finalizer_lifecycle_create_ready_delete(controlplane: Any, kube: KubeClient, namespace: str) -> None:
     provider = NullProvider()
     async with running_manager(controlplane, provider, namespace):
-        created = await kube.create(INSTANCES, instance("life", namespace, size=3))
+        created = await kube.create(INSTANCES, null_instance("life", namespace, size=3))
 
         async def ready() -> KubeObject | None:
             obj = await kube.get(INSTANCES, namespace, "life")
@@ -68,7 +69,7 @@ async def test_bad_input_is_failed_with_message_and_not_retried_hot(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, NullProvider(), namespace) as (manager, _):
-        await kube.create(INSTANCES, instance("bad", namespace, size="big"))
+        await kube.create(INSTANCES, null_instance("bad", namespace, size="big"))
 
         async def failed() -> KubeObject | None:
             obj = await kube.get(INSTANCES, namespace, "bad")
@@ -93,7 +94,7 @@ async def test_bad_input_is_failed_with_message_and_not_retried_hot(
 
 async def test_no_longer_desired_objects_are_pruned(controlplane: Any, kube: KubeClient, namespace: str) -> None:
     async with running_manager(controlplane, NullProvider(), namespace):
-        await kube.create(INSTANCES, instance("prune", namespace, extra=True))
+        await kube.create(INSTANCES, null_instance("prune", namespace, extra=True))
 
         async def extra(present: bool) -> bool:
             return (await kube.get(CONFIGMAPS, namespace, "prune-extra") is not None) == present
@@ -123,7 +124,7 @@ async def test_a_first_pass_reads_its_objects_at_once_and_still_refuses_a_namesa
     client.observe(record)
     await kube.create(CONFIGMAPS, {"metadata": {"name": "both-extra", "namespace": namespace}, "data": {}})
     async with running_manager(controlplane, NullProvider(), namespace, client=client):
-        await kube.create(INSTANCES, instance("both", namespace, extra=True))
+        await kube.create(INSTANCES, null_instance("both", namespace, extra=True))
 
         async def synced() -> dict[str, Any] | None:
             obj = await kube.get(INSTANCES, namespace, "both") or {}
@@ -145,7 +146,7 @@ async def test_noop_resync_of_100_converged_instances_writes_nothing(
 ) -> None:
     async with running_manager(controlplane, NullProvider(), namespace, max_concurrent=16) as (manager, requests):
         for i in range(100):
-            await kube.create(INSTANCES, instance(f"r{i:03d}", namespace))
+            await kube.create(INSTANCES, null_instance(f"r{i:03d}", namespace))
 
         async def converged() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)
@@ -178,7 +179,7 @@ async def test_a_restarted_provider_over_converged_instances_writes_nothing(
     names = [f"s{i:02d}" for i in range(20)]
     async with running_manager(controlplane, NullProvider(), namespace) as (manager, _):
         for name in names:
-            await kube.create(INSTANCES, instance(name, namespace, size=1))
+            await kube.create(INSTANCES, null_instance(name, namespace, size=1))
 
         async def converged() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)
@@ -214,7 +215,7 @@ async def test_our_own_applies_coming_back_do_not_reconcile_again(
     n = 20
     async with running_manager(controlplane, NullProvider(), namespace) as (manager, _):
         for i in range(n):
-            await kube.create(INSTANCES, instance(f"e{i:02d}", namespace, size=1))
+            await kube.create(INSTANCES, null_instance(f"e{i:02d}", namespace, size=1))
 
         async def converged() -> bool:
             items, _ = await kube.list_all(INSTANCES, namespace)
@@ -284,7 +285,7 @@ async def test_foreign_field_manager_conflict_is_named_not_fought(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
     async with running_manager(controlplane, NullProvider(), namespace):
-        await kube.create(INSTANCES, instance("fight", namespace, size=1))
+        await kube.create(INSTANCES, null_instance("fight", namespace, size=1))
 
         async def cm() -> KubeObject | None:
             return await kube.get(CONFIGMAPS, namespace, "fight-cm")

@@ -11,7 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from actors.client.known_resources import INSTANCES
 from actors.observe.tracing import configure_tracing
 from controlplane import free_port
-from tests.support.null_provider import NullProvider, instance
+from tests.support.instances import null_instance
+from tests.support.null_provider import NullProvider
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration
@@ -41,7 +42,7 @@ async def test_otlp_collector_receives_reconcile_span_tree(
     assert tracer_provider is not None
     try:
         async with running_manager(controlplane, NullProvider(), namespace):
-            await kube.create(INSTANCES, instance("traced", namespace))
+            await kube.create(INSTANCES, null_instance("traced", namespace))
 
             async def ready() -> bool:
                 obj = await kube.get(INSTANCES, namespace, "traced")

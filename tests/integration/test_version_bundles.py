@@ -12,6 +12,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, PROVIDERS
 from actors.interface import KubeObject
+from tests.support.instances import null_instance
 from tests.support.null_provider import NullProvider
 from tests.support.runtime import running_manager, wait_for
 
@@ -24,18 +25,6 @@ def provider_resource(name: str, *bundles: str) -> KubeObject:
         "kind": PROVIDERS.kind,
         "metadata": {"name": name},
         "spec": {"versions": [{"name": b, "default": i == 0, "components": {}} for i, b in enumerate(bundles)]},
-    }
-
-
-def instance(name: str, namespace: str, provider: str, version: str | None = None) -> KubeObject:
-    spec: dict[str, Any] = {"providerRef": {"name": provider}, "topology": {"type": "null"}}
-    if version is not None:
-        spec["version"] = version
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
     }
 
 
@@ -52,7 +41,7 @@ async def test_versions_checked_resolved_and_rechecked_on_provider_change(
     try:
         async with running_manager(controlplane, NullProvider(name=name), namespace) as (manager, _):
             # No Provider resource yet: a chosen version cannot be checked (the Go runtime's error).
-            await kube.create(INSTANCES, instance("early", namespace, name, "1.0"))
+            await kube.create(INSTANCES, null_instance("early", namespace, provider=name, version="1.0"))
             missing = f'fetching provider for version validation: providers.core.openeverest.io "{name}" not found'
 
             async def failed_missing() -> bool:
@@ -60,7 +49,7 @@ async def test_versions_checked_resolved_and_rechecked_on_provider_change(
 
             await wait_for(failed_missing)
             assert (await status_of(kube, namespace, "early"))["phase"] == "Failed"
-            assert await manager.validate(instance("x", namespace, name, "1.0")) == missing
+            assert await manager.validate(null_instance("x", namespace, provider=name, version="1.0")) == missing
 
             # The Provider appears: the Instance is rechecked and takes its bundle.
             await kube.create(PROVIDERS, provider_resource(name, "1.0"))
@@ -72,12 +61,12 @@ async def test_versions_checked_resolved_and_rechecked_on_provider_change(
             await wait_for(lambda: ready("early", "1.0"))
 
             # No version: the default bundle is resolved and frozen in status.version.
-            await kube.create(INSTANCES, instance("defaulted", namespace, name))
+            await kube.create(INSTANCES, null_instance("defaulted", namespace, provider=name))
             await wait_for(lambda: ready("defaulted", "1.0"))
 
             # A version the Provider does not define: Failed with the runtime's exact message, and
             # the validation endpoint says the same.
-            await kube.create(INSTANCES, instance("newer", namespace, name, "2.0"))
+            await kube.create(INSTANCES, null_instance("newer", namespace, provider=name, version="2.0"))
             undefined = f'version "2.0" is not defined by provider "{name}"'
 
             async def failed_undefined() -> bool:
@@ -85,8 +74,8 @@ async def test_versions_checked_resolved_and_rechecked_on_provider_change(
                 return status.get("phase") == "Failed" and status.get("message") == undefined
 
             await wait_for(failed_undefined)
-            assert await manager.validate(instance("x", namespace, name, "2.0")) == undefined
-            assert await manager.validate(instance("x", namespace, name, "1.0")) is None
+            assert await manager.validate(null_instance("x", namespace, provider=name, version="2.0")) == undefined
+            assert await manager.validate(null_instance("x", namespace, provider=name, version="1.0")) is None
             # Bad input is not retried hot...
             runs = manager.actors.stats.runs
             await anyio.sleep(1.0)

@@ -35,7 +35,7 @@ from provider.kserve import KServeProvider
 from provider.model.settings import ProviderSettings
 from provider.topologies.protocol import Catalogs
 from tests.support.fuzz_instances import ENGINE, LLM, PREDICTOR, instance_spec, set_path
-from tests.unit.llm.builders import CATALOG
+from tests.support.llm_topology import CATALOG
 
 EXAMPLES: Final = 10_000
 SEED: Final = 20_170_417

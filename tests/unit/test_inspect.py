@@ -26,16 +26,11 @@ from provider.tools.inventory import (
     report_document,
 )
 from provider.topologies.protocol import Catalogs
-from tests.unit.llm.builders import instance_dict
+from tests.support.instances import INLINE_CONFIG, llm_instance
 
 PROVIDER = KServeProvider(ProviderSettings())
 INSTANCE: KubeObject = {
-    **instance_dict(
-        {"config": "template:\n  containers:\n    - name: main\n      args: [--enforce-eager]\n"},
-        topology={"externalAccess": "LoadBalancer"},
-        name="chat",
-        namespace="models",
-    ),
+    **llm_instance("chat", "models", engine={"config": INLINE_CONFIG}, topology={"externalAccess": "LoadBalancer"}),
     "status": {
         "phase": "Failed",
         "message": "apply conflict",

@@ -20,8 +20,8 @@ from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.protocol import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
-
-from .llm.builders import CATALOG, instance_dict
+from tests.support.instances import llm_instance
+from tests.support.llm_topology import CATALOG
 
 SETTINGS = ProviderSettings()
 GATEWAY_ENV = {"AI_GATEWAY_ENABLED": "true", "AI_GATEWAY_NAME": "gw", "AI_GATEWAY_NAMESPACE": "kserve"}
@@ -116,7 +116,7 @@ def test_default_registry_has_llm() -> None:
 
 
 def test_invalid_instance_shape() -> None:
-    obj = instance_dict()
+    obj = llm_instance()
     del obj["spec"]["providerRef"]
     with pytest.raises(ValidationFailed) as info:
         provider().parse(obj)
@@ -127,7 +127,7 @@ def test_invalid_instance_shape() -> None:
     ("field", "message"), [("name", "metadata.name is required"), ("namespace", "metadata.namespace must not be empty")]
 )
 def test_empty_name_or_namespace(field: str, message: str) -> None:
-    obj = instance_dict()
+    obj = llm_instance()
     obj["metadata"][field] = ""
     with pytest.raises(ValidationFailed) as info:
         provider().check(obj, CATALOG)
@@ -135,7 +135,7 @@ def test_empty_name_or_namespace(field: str, message: str) -> None:
 
 
 def test_other_provider() -> None:
-    obj = instance_dict()
+    obj = llm_instance()
     obj["spec"]["providerRef"]["name"] = "provider-mariadb"
     with pytest.raises(ValidationFailed) as info:
         provider().parse(obj)
@@ -145,38 +145,38 @@ def test_other_provider() -> None:
 @pytest.mark.parametrize("topology_type", [None, ""])
 def test_topology_type_required(topology_type: str | None) -> None:
     with pytest.raises(ValidationFailed) as info:
-        provider().check(instance_dict(topology_type=topology_type), CATALOG)
+        provider().check(llm_instance(topology_type=topology_type), CATALOG)
     assert info.value.message == "spec.topology.type is required (one of: llm, predictor)"
 
 
 def test_unsupported_topology() -> None:
     with pytest.raises(ValidationFailed) as info:
-        provider().check(instance_dict(topology_type="batch"), CATALOG)
+        provider().check(llm_instance(topology_type="batch"), CATALOG)
     assert info.value.message == 'unsupported topology "batch" (one of: llm, predictor)'
 
 
 def test_messages_stay_on_one_line() -> None:
     with pytest.raises(ValidationFailed) as info:
-        provider().check(instance_dict({"odd\nkey": 1}), CATALOG)
+        provider().check(llm_instance(engine={"odd\nkey": 1}), CATALOG)
     assert info.value.message == "llmEngine.parameters.odd\\nkey: Extra inputs are not permitted"
     with pytest.raises(ValidationFailed) as info:
-        provider().render(instance_dict(topology_type="llm\tv2"), catalogs=CATALOG)
+        provider().render(llm_instance(topology_type="llm\tv2"), catalogs=CATALOG)
     assert info.value.message == 'unsupported topology "llm\\tv2" (one of: llm, predictor)'
 
 
 def test_dispatch_to_the_named_topology() -> None:
-    objs = provider().render(instance_dict(topology_type="predictor"), catalogs=CATALOG)
+    objs = provider().render(llm_instance(topology_type="predictor"), catalogs=CATALOG)
     assert objs == [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "chat"}}]
 
 
 def test_render_is_unstamped_and_respects_available() -> None:
-    objs = provider().render(instance_dict(), catalogs=CATALOG, available=provider().required_resources())
+    objs = provider().render(llm_instance(), catalogs=CATALOG, available=provider().required_resources())
     assert [o["kind"] for o in objs] == ["LLMInferenceService"]
     assert "ownerReferences" not in objs[0]["metadata"]
 
 
 def test_render_assumes_everything_served_by_default() -> None:
-    kinds_ = [o["kind"] for o in provider().render(instance_dict(), catalogs=CATALOG)]
+    kinds_ = [o["kind"] for o in provider().render(llm_instance(), catalogs=CATALOG)]
     assert kinds_ == ["LLMInferenceService", "PodMonitor"]
 
 
@@ -184,7 +184,7 @@ def test_render_assumes_everything_served_by_default() -> None:
 
 
 async def test_validate_uses_the_catalog_source() -> None:
-    obj = instance_dict({"loraDeployment": "enabled", "loraSlot1": "sql"})
+    obj = llm_instance(engine={"loraDeployment": "enabled", "loraSlot1": "sql"})
     calls: list[int] = []
 
     def source() -> Catalogs:
@@ -204,21 +204,21 @@ async def test_catalog_snapshot_source() -> None:
     def source() -> Catalogs:
         return Catalogs(lora_adapters=(LoraAdapter("x", "x", "hf://o/x"),))
 
-    await provider(catalogs=source).validate(ctx(instance_dict(topology_type="predictor")))
+    await provider(catalogs=source).validate(ctx(llm_instance(topology_type="predictor")))
 
 
 async def test_desired_uses_available_kinds() -> None:
-    objs = await provider().desired(ctx(instance_dict(), available=frozenset({kinds.LLM_INFERENCE_SERVICE})))
+    objs = await provider().desired(ctx(llm_instance(), available=frozenset({kinds.LLM_INFERENCE_SERVICE})))
     assert [o["kind"] for o in objs] == ["LLMInferenceService"]
 
 
 async def test_desired_equals_render() -> None:
-    obj = instance_dict({"config": "replicas: 2"}, topology={"externalAccess": "LoadBalancer"})
+    obj = llm_instance(engine={"config": "replicas: 2"}, topology={"externalAccess": "LoadBalancer"})
     assert await provider(catalogs=CATALOG).desired(ctx(obj)) == provider().render(obj, catalogs=CATALOG)
 
 
 async def test_status_of_an_unparseable_instance() -> None:
-    obj = instance_dict(topology_type="batch")
+    obj = llm_instance(topology_type="batch")
     report = await provider().status(ctx(obj))
     assert (report.phase, report.message) == (Phase.FAILED, 'unsupported topology "batch" (one of: llm, predictor)')
 
@@ -226,7 +226,7 @@ async def test_status_of_an_unparseable_instance() -> None:
 async def test_status_reports_missing_optional_kinds() -> None:
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
-    await kserve.status(ctx(instance_dict(topology_type="predictor"), available=frozenset({kinds.SERVICE})))
+    await kserve.status(ctx(llm_instance(topology_type="predictor"), available=frozenset({kinds.SERVICE})))
     assert fake.seen[0].missing == frozenset({OTHER})
     assert fake.seen[0].node_addresses == ()
 
@@ -235,7 +235,7 @@ async def test_status_lists_nodes_only_for_node_ports() -> None:
     client = FakeClient([node(("InternalIP", "10.0.0.1")), node(("InternalIP", "10.0.0.2"), ("ExternalIP", "1.2.3.4"))])
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
-    obj = instance_dict(topology_type="predictor")
+    obj = llm_instance(topology_type="predictor")
     await kserve.status(ctx(obj, client=client))
     assert client.calls == []
     node_port = {(kinds.SERVICE, "chat-external"): {"kind": "Service", "spec": {"type": "NodePort"}}}
@@ -249,7 +249,7 @@ async def test_node_listing_errors_leave_no_addresses() -> None:
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
     observed = {(kinds.SERVICE, "x"): {"kind": "Service", "spec": {"type": "NodePort"}}}
-    await kserve.status(ctx(instance_dict(topology_type="predictor"), client=client, observed=observed))
+    await kserve.status(ctx(llm_instance(topology_type="predictor"), client=client, observed=observed))
     assert fake.seen[0].node_addresses == []
 
 
@@ -259,18 +259,18 @@ async def test_status_passes_the_gateway_address() -> None:
 
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake}, gateway_base_url=address)
-    await kserve.status(ctx(instance_dict(topology_type="predictor")))
+    await kserve.status(ctx(llm_instance(topology_type="predictor")))
     assert fake.seen[0].gateway_base_url == "http://203.0.113.50"
 
 
 async def test_status_of_an_llm_instance() -> None:
-    report = await provider().status(ctx(instance_dict()))
+    report = await provider().status(ctx(llm_instance()))
     assert (report.phase, report.message) == (Phase.PROVISIONING, "Waiting for LLMInferenceService")
 
 
 async def test_cleanup_leaves_deletion_to_the_runtime() -> None:
     client = FakeClient()
-    await provider().cleanup(ctx(instance_dict(), client=client))
+    await provider().cleanup(ctx(llm_instance(), client=client))
     assert client.calls == []
 
 
@@ -284,7 +284,7 @@ def test_build_provider_from_environment() -> None:
     assert kserve.settings.hf_token_secret_name == "hf"
     assert shared.find(LoraCatalogActor) is not None
     assert shared.find(AIGatewayActor) is None
-    objs = kserve.render(instance_dict(), catalogs=CATALOG)
+    objs = kserve.render(llm_instance(), catalogs=CATALOG)
     assert objs[0]["kind"] == "ServiceAccount"
 
 

@@ -25,6 +25,7 @@ import yaml
 
 from provider.cli import main
 from provider.model.settings import ProviderSettings
+from tests.support.instances import llm_instance
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -79,20 +80,9 @@ def test_goldens_are_stamped_with_ownership_and_resolved_versions() -> None:
 
 
 def instance_yaml(name: str = "chat", *, namespace: str | None = None, **spec_extra: Any) -> str:
-    metadata: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        metadata["namespace"] = namespace
-    doc: dict[str, Any] = {
-        "apiVersion": "core.openeverest.io/v1alpha1",
-        "kind": "Instance",
-        "metadata": metadata,
-        "spec": {
-            "providerRef": {"name": "provider-kserve"},
-            "topology": {"type": "llm"},
-            "components": {"llmEngine": {"type": "vllm", "parameters": {"modelURI": "hf://o/m"}}},
-            **spec_extra,
-        },
-    }
+    """An llm Instance as a user writes it (no uid), `spec_extra` set on its spec."""
+    doc = llm_instance(name, namespace, uid=None, engine={"modelURI": "hf://o/m"})
+    doc["spec"].update(spec_extra)
     return yaml.safe_dump(doc)
 
 

@@ -9,8 +9,11 @@ from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.predictor.status import connection_details, predictor_status
 from provider.topologies.protocol import StatusInputs
-
-from .builders import READY_CONDITIONS, cond, instance, isvc, params
+from tests.support.instances import as_model, predictor_instance
+from tests.support.instances import predictor_parameters as params
+from tests.support.kserve_objects import ISVC_READY_CONDITIONS as READY_CONDITIONS
+from tests.support.kserve_objects import isvc
+from tests.support.kserve_objects import isvc_condition as cond
 
 TOPOLOGY = PredictorTopology()
 ADDRESS = "http://iris-predictor.models.svc.cluster.local"
@@ -26,7 +29,7 @@ NO_RUNTIME = {
 
 
 def test_no_inference_service_yet() -> None:
-    report = TOPOLOGY.status(instance(), {}, StatusInputs())
+    report = TOPOLOGY.status(as_model(predictor_instance()), {}, StatusInputs())
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Waiting for InferenceService"
     assert report.conditions == ()
@@ -35,9 +38,9 @@ def test_no_inference_service_yet() -> None:
 
 def test_handler_looks_up_the_inference_service_by_instance_name() -> None:
     observed = {(INFERENCE_SERVICE, "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
-    assert TOPOLOGY.status(instance(), observed, StatusInputs()).phase is Phase.READY
+    assert TOPOLOGY.status(as_model(predictor_instance()), observed, StatusInputs()).phase is Phase.READY
     other = {(INFERENCE_SERVICE, "other"): isvc(name="other", conditions=READY_CONDITIONS)}
-    assert TOPOLOGY.status(instance(), other, StatusInputs()).phase is Phase.PROVISIONING
+    assert TOPOLOGY.status(as_model(predictor_instance()), other, StatusInputs()).phase is Phase.PROVISIONING
 
 
 def test_ready_with_cluster_address() -> None:
@@ -253,6 +256,6 @@ def test_connection_details_rejects_garbage(url: str) -> None:
 
 def test_status_does_not_depend_on_parameters() -> None:
     observed = {(INFERENCE_SERVICE, "iris"): isvc(model_status=NO_RUNTIME)}
-    a = TOPOLOGY.status(instance(params(runtime="x")), observed, StatusInputs())
-    b = TOPOLOGY.status(instance(), observed, StatusInputs())
+    a = TOPOLOGY.status(as_model(predictor_instance(parameters=params(runtime="x"))), observed, StatusInputs())
+    b = TOPOLOGY.status(as_model(predictor_instance()), observed, StatusInputs())
     assert a == b

@@ -10,14 +10,14 @@ from actors.interface import ValidationFailed
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
-
-from .builders import SKLEARN_URI, instance, params
+from tests.support.instances import SKLEARN_URI, as_model, predictor_instance
+from tests.support.instances import predictor_parameters as params
 
 TOPOLOGY = PredictorTopology()
 
 
 def render(parameters: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-    objects = TOPOLOGY.desired(instance(parameters, **kwargs), Catalogs(), frozenset())
+    objects = TOPOLOGY.desired(as_model(predictor_instance(parameters=parameters, **kwargs)), Catalogs(), frozenset())
     assert len(objects) == 1
     return objects[0]
 
@@ -179,11 +179,13 @@ def test_case_variant_keys_translate() -> None:
 
 def test_desired_validates() -> None:
     with pytest.raises(ValidationFailed):
-        TOPOLOGY.desired(instance(params(modelFormat=None)), Catalogs(), frozenset())
+        render(params(modelFormat=None))
 
 
 def test_desired_is_pure() -> None:
-    inst = instance(params(minReplicas=1), component={"resources": {"limits": {"cpu": "1"}}})
+    inst = as_model(
+        predictor_instance(parameters=params(minReplicas=1), component={"resources": {"limits": {"cpu": "1"}}})
+    )
     before = inst.model_dump(by_alias=True)
     first = TOPOLOGY.desired(inst, Catalogs(), frozenset())
     first[0]["spec"]["predictor"]["model"]["resources"]["limits"]["cpu"] = "99"

@@ -1,4 +1,5 @@
-"""Shared by the llm status tests: a status report from observed objects, and the objects it reads."""
+"""The llm topology's status in-process, for its unit tests: a status report from observed objects, and
+the objects it reads beside KServe's (tests.support.kserve_objects)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from provider.model import kinds
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.protocol import StatusInputs
-
-from .builders import GATEWAY_SETTINGS, instance, settings
+from tests.support.instances import as_model, llm_instance
+from tests.support.llm_topology import GATEWAY_SETTINGS, settings
 
 # Status follows the watched objects' events: no report asks for a poll (issue 18).
 NO_POLL = None
@@ -37,7 +38,7 @@ def status(
     by_kind = {r.kind: r for r in kinds.OWNED}  # the fixtures carry a kind, not always an apiVersion
     observed = {(by_kind[obj["kind"]], obj["metadata"]["name"]): obj for obj in objects}
     handler = LlmTopology(settings_ or settings())
-    return handler.status(instance(engine, **kwargs), observed, inputs or StatusInputs())
+    return handler.status(as_model(llm_instance(engine=engine, **kwargs)), observed, inputs or StatusInputs())
 
 
 def condition(report: StatusReport, type_: str) -> Condition:
