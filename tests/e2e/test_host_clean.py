@@ -12,8 +12,7 @@ import yaml
 
 from cluster import host, snapshot
 from cluster.node import NodeCluster
-from tests.e2e.conftest import build_image
-from tests.e2e.support import wait_for
+from tests.e2e.support import build_image, wait_for
 
 WORKLOAD = [
     {

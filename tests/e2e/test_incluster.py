@@ -20,10 +20,16 @@ import pytest
 import yaml
 
 from cluster.node import NodeCluster
-from tests.e2e.conftest import CHART, INSTALL, MEASUREMENTS, RELEASE, RELEASE_NAMESPACE, ROOT, build_image
 from tests.e2e.support import (
+    CHART,
     EXAMPLES_NAMESPACE,
+    INSTALL,
     KSERVE_RESOURCE,
+    MEASUREMENTS,
+    RELEASE,
+    RELEASE_NAMESPACE,
+    ROOT,
+    build_image,
     derived_uids,
     examples,
     exec_in,

@@ -32,8 +32,17 @@ import pytest_asyncio
 import yaml
 
 from cluster.node import NodeCluster
-from tests.e2e.conftest import MEASUREMENTS, ROOT, build_image, node_cluster
-from tests.e2e.support import get_json, kubectl, provider_writes, the_leader, wait_for
+from tests.e2e.support import (
+    MEASUREMENTS,
+    ROOT,
+    build_image,
+    get_json,
+    kubectl,
+    node_cluster,
+    provider_writes,
+    the_leader,
+    wait_for,
+)
 from tests.support.instances import predictor_instance, predictor_parameters
 
 NAMESPACE = "inference"

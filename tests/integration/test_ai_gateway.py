@@ -19,18 +19,17 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.contract import stamp
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
-from actors.manager.manager import Manager
 from provider.kserve import KServeProvider, build_provider
 from provider.model import kinds
 from provider.model.kinds import GATEWAYS
 from provider.model.names import PROVIDER_NAME
 from provider.topologies.llm import status as llm_status
 from provider.topologies.protocol import Catalogs
-from tests.integration.test_llm_crd import first_difference
 from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import idle, running_manager, wait_for
+from tests.support.read_back import first_difference
+from tests.support.runtime import count_reconciles, idle, running_manager, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
@@ -61,19 +60,6 @@ def gateway(namespace: str) -> KubeObject:
             "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}],
         },
     }
-
-
-def count_reconciles(manager: Manager) -> Counter[str]:
-    """Reconciles per Instance key from now on (wraps the manager's reconciler)."""
-    counts: Counter[str] = Counter()
-    inner = manager.actors.reconcile
-
-    async def counting(key: str) -> Any:
-        counts[key] += 1
-        return await inner(key)
-
-    manager.actors.reconcile = counting
-    return counts
 
 
 async def accept_route(kube: KubeClient, namespace: str, name: str) -> None:

@@ -18,11 +18,10 @@ from provider.kserve import build_provider
 from provider.model import kinds
 from provider.shared.catalog_actors import LoraCatalogActor
 from provider.topologies.llm import status as llm_status
-from tests.integration.test_ai_gateway import count_reconciles
 from tests.support.instance_status import conditions_of, wait_phase
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import idle, running_manager, wait_for
+from tests.support.runtime import count_reconciles, idle, running_manager, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 

@@ -28,23 +28,26 @@ from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
 from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE_ACCOUNT
 from provider.model.names import PROVIDER_NAME
-from tests.integration.test_conformance_support import (
-    HF_ENV,
-    HF_PROVIDER,
+from tests.support.convergence import (
     SELECTOR,
-    ProviderProcess,
     census,
     condition,
     convergence,
     inventory,
     kinds_of,
+    kserve_provider,
     wait_converged,
-    write_kubeconfig,
 )
 from tests.support.instances import INLINE_CONFIG, llm_instance
+from tests.support.provider_process import ProviderProcess, write_kubeconfig
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
+
+# The chart setting that adds the model-puller ServiceAccount: one more object per Instance; and
+# what a process started with it renders.
+HF_ENV = {"HF_TOKEN_SECRET_NAME": "hf-token"}
+HF_PROVIDER = kserve_provider(hf_token_secret_name="hf-token")
 
 QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")
 GATED = "count/llminferenceservices.serving.kserve.io"

@@ -30,17 +30,11 @@ from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
 from provider.kserve import KServeProvider
 from provider.model.kinds import POD_MONITOR, SERVICE
-from tests.integration.test_conformance_support import (
-    TcpProxy,
-    census,
-    inventory,
-    kinds_of,
-    kserve_provider,
-    wait_converged,
-    write_kubeconfig,
-)
+from tests.support.convergence import census, inventory, kinds_of, kserve_provider, wait_converged
 from tests.support.instances import llm_instance
+from tests.support.provider_process import write_kubeconfig
 from tests.support.runtime import running_manager, wait_for
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
 

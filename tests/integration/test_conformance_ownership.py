@@ -31,15 +31,9 @@ from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from provider.model.names import FORCE_OWNERSHIP_ANNOTATION, PROVIDER_NAME
 from provider.tools.inventory import gather, owners_of
 from provider.topologies.protocol import Catalogs
-from tests.integration.test_conformance_support import (
-    PROVIDER_BIN,
-    condition,
-    inventory,
-    kinds_of,
-    kserve_provider,
-    wait_converged,
-)
+from tests.support.convergence import condition, inventory, kinds_of, kserve_provider, wait_converged
 from tests.support.instances import llm_instance
+from tests.support.provider_process import PROVIDER_BIN
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration

@@ -29,7 +29,7 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.interface import KubeObject
 from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
-from tests.integration.test_conformance_support import SELECTOR, census, condition, inventory, kserve_provider
+from tests.support.convergence import SELECTOR, census, condition, inventory, kserve_provider
 from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, KServeCluster
 from tests.support.runtime import running_manager, wait_for

@@ -25,7 +25,8 @@ from actors.interface import KubeObject, Resource
 from controlplane import free_port, service_account_token
 from provider.tools.cluster_checks import Row, Status, diagnose, exit_code
 from provider.tools.rbac import RULES, policy_rules
-from tests.integration.test_conformance_support import OWNED, PROVIDER_BIN
+from tests.support.convergence import OWNED
+from tests.support.provider_process import PROVIDER_BIN
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration

@@ -28,15 +28,11 @@ from actors.interface import KubeObject, Resource
 from controlplane import NAMESPACE, free_port
 from provider.model.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG, NAMESPACES
 from provider.model.names import PROVIDER_NAME
-from tests.integration.hostile_support import RawApi, http_get, json_depth, vm_hwm_mib, vm_rss_mib, with_deep_value
-from tests.integration.test_conformance_support import (
-    OWNED,
-    ProviderProcess,
-    condition,
-    wait_converged,
-    write_kubeconfig,
-)
+from tests.support.convergence import OWNED, condition, wait_converged
+from tests.support.hostile_writes import RawApi, json_depth, with_deep_value
+from tests.support.http import http_get
 from tests.support.instances import llm_instance
+from tests.support.provider_process import ProviderProcess, vm_hwm_mib, vm_rss_mib, write_kubeconfig
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration

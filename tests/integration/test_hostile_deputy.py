@@ -21,8 +21,9 @@ from actors.serve.endpoints import Endpoints
 from controlplane import NAMESPACE, free_port, service_account_token
 from provider.kserve import build_provider
 from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE
-from tests.integration.hostile_support import fetch, http_get, secret_text
-from tests.integration.test_conformance_support import condition, kserve_provider, wait_converged
+from tests.support.convergence import condition, kserve_provider, wait_converged
+from tests.support.http import fetch, http_get
+from tests.support.instance_status import secret_text
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for

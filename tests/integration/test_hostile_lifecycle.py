@@ -24,8 +24,9 @@ from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
 from controlplane import install_crds, load_crds
 from provider.model.kinds import LLM_INFERENCE_SERVICE
-from tests.integration.hostile_support import hostile_status, secret_text
-from tests.integration.test_conformance_support import condition, inventory, kinds_of, kserve_provider, wait_converged
+from tests.support.convergence import condition, inventory, kinds_of, kserve_provider, wait_converged
+from tests.support.hostile_writes import hostile_status
+from tests.support.instance_status import secret_text
 from tests.support.instances import INLINE_CONFIG, llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for

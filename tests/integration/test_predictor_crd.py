@@ -28,9 +28,9 @@ from provider.topologies.llm import status as llm_status
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
-from tests.integration.test_llm_crd import first_difference
 from tests.support.instances import predictor_instance
 from tests.support.kserve import KServeCluster
+from tests.support.read_back import first_difference
 from tests.support.runtime import running_manager, wait_for
 
 pytestmark = pytest.mark.integration

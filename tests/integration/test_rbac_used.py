@@ -30,9 +30,9 @@ from provider.model import kinds as llm_kinds
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.tools import rbac
 from provider.tools.cluster_checks import diagnose
-from tests.integration.hostile_support import fetch
 from tests.support.chart import ROOT, container, one, render
 from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_account_kubeconfig
+from tests.support.http import fetch
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager, wait_for
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
+from actors.interface import KubeObject
 from tests.support.runtime import wait_for
 
 
@@ -62,3 +63,8 @@ async def connection_secret(kube: KubeClient, namespace: str, name: str) -> dict
     if secret is None:
         return {}
     return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+
+def secret_text(secret: KubeObject, key: str) -> str:
+    """One key of a Secret as read from the API server, decoded."""
+    return base64.b64decode(secret["data"][key]).decode()

@@ -80,3 +80,16 @@ def idle(manager: Manager) -> Callable[[], Awaitable[bool]]:
         return manager.actors.depth == 0 and manager.actors.busy == 0
 
     return idle
+
+
+def count_reconciles(manager: Manager) -> Counter[str]:
+    """Reconciles per Instance key from now on (wraps the manager's reconciler)."""
+    counts: Counter[str] = Counter()
+    inner = manager.actors.reconcile
+
+    async def counting(key: str) -> Any:
+        counts[key] += 1
+        return await inner(key)
+
+    manager.actors.reconcile = counting
+    return counts

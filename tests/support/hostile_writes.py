@@ -1,20 +1,20 @@
-"""Helpers of the hostile-input tests (test_hostile_*.py): objects the API server accepts but
-json.dumps cannot write, raw requests, and a look at the provider process from outside."""
+"""What a hostile or careless writer sends the API server, which the provider must survive: JSON
+nested deeper than json.dumps writes, requests with a body written by hand (what KubeClient cannot
+send), and a KServe object's status that KServe itself would never write."""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import ssl
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from actors.interface import KubeObject
+from provider.model.kinds import LLM_INFERENCE_SERVICE
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
@@ -72,48 +72,7 @@ class RawApi:
             return err.code, err.read()
 
 
-def vm_hwm_mib(pid: int) -> float:
-    """Peak resident memory of a process (VmHWM), MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def vm_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def http_get(url: str, token: str | None = None, insecure: bool = False) -> tuple[int, str]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    context = None
-    if url.startswith("https"):
-        context = ssl.create_default_context()
-        if insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10, context=context) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
-async def fetch(url: str, token: str | None = None, insecure: bool = False) -> tuple[int, str]:
-    """http_get off the event loop: the provider under test may serve from this very loop."""
-    return await anyio.to_thread.run_sync(lambda: http_get(url, token, insecure))
-
-
 async def hostile_status(kube: Any, namespace: str, name: str, status: dict[str, Any]) -> None:
     """Write an LLMInferenceService's status as a hostile or broken writer could (anyone allowed to
     update that subresource): what KServe itself would never write, to see the provider hold."""
-    from provider.model.kinds import LLM_INFERENCE_SERVICE
-
     await kube.patch(LLM_INFERENCE_SERVICE, namespace, name, {"status": status}, subresource="status")
-
-
-def secret_text(secret: KubeObject, key: str) -> str:
-    return base64.b64decode(secret["data"][key]).decode()
