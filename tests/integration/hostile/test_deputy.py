@@ -4,7 +4,7 @@
 5. a Service that happens to carry a derived name is not adopted, forced or deleted;
 6. pod settings passed through the inline config are held to the namespace's Pod Security level;
 7. /metrics and /validate need a token allowed to use them (TokenReview + SubjectAccessReview).
-(8, RBAC that grants exactly what is used, is test_rbac_used.py.)
+(8, RBAC that grants exactly what is used, is chart/test_rbac_used.py.)
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from provider.topologies.llm.status import CONFIG_FAILURES
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import StatusInputs
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kserve"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "kserve"
 PENDING = "Deployment does not have minimum availability."
 METAV1_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 

@@ -19,7 +19,7 @@ from provider.tools import rbac
 from provider.tools.openapi_schema import openapi_v3
 from tests.support.structural_schema import structural_errors
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # -- the committed generated files ---------------------------------------------------------------

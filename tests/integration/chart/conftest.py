@@ -1,4 +1,4 @@
-"""Fixtures of the integration tests (the control plane's are in tests/conftest.py)."""
+"""Fixtures of the chart's integration tests (the control plane's are in tests/conftest.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`provider.tools.cluster_checks`: the pure part, from API answers to table rows and exit code.
 
 The calls themselves (`diagnose`) run against the real control plane in
-tests/integration/test_doctor.py.
+tests/integration/chart/test_doctor.py.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from tests.support.runtime import count_reconciles, idle, running_manager, wait_
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 ADAPTER = "qwen2.5-0.5b-sft"
 GATED_URI = "hf://meta-llama/Llama-3.1-8B-Instruct"
 MODEL_CATALOG = [

@@ -35,7 +35,7 @@ from tests.support.read_back import first_difference
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 LLM_EXAMPLES = sorted(EXAMPLES.glob("instance-llm*.yaml"))
 RESOURCES: dict[str, Resource] = {r.kind: r for r in kinds.OWNED}
 

@@ -5,7 +5,7 @@ The goldens in tests/golden/<example>.yaml are what the controller would apply f
 examples/<example>.yaml with the chart settings in `CHART_ENV` (an HF token Secret `hf-token`,
 PodMonitors on) and every optional CRD installed. After an intended change, regenerate them with
 
-    UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/test_render.py
+    UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/tools/test_render.py
 
 and review the diff like code.
 """
@@ -27,7 +27,7 @@ from provider.cli import main
 from provider.model.settings import ProviderSettings
 from tests.support.instances import llm_instance
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 GOLDEN = ROOT / "tests" / "golden"
 CATALOG = EXAMPLES / "lora-catalog.json"

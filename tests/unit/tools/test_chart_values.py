@@ -1,5 +1,5 @@
 """provider.tools.chart_values: Helm's value merging and the chart's Deployment environment, in-process.
-(tests/integration/test_render_values.py proves the mapping equal to `helm template`.)"""
+(tests/integration/chart/test_render_values.py proves the mapping equal to `helm template`.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 from provider.model.settings import ProviderSettings
 from provider.tools.chart_values import ValuesError, deployment_env, fullname, load_values, merge_values
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "provider-kserve"
+CHART = Path(__file__).resolve().parents[3] / "charts" / "provider-kserve"
 
 
 def test_merge_values_like_helm() -> None:

@@ -2,8 +2,8 @@
 
 Fixtures (tests/conftest.py): `kube` is a connected actors.client.KubeClient, `namespace` a fresh
 namespace, on a control plane without KServe (so the object reads back exactly as applied). The
-status mapping is tested on KServe's real controllers (test_kserve_predictor.py, and the runtime
-test at the end here) and on shapes recorded from them (tests/unit/test_recorded_kserve_status.py).
+status mapping is tested on KServe's real controllers (predictor/test_runtime.py, and the runtime
+test at the end here) and on shapes recorded from them (tests/unit/provider/test_recorded_kserve_status.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from tests.support.instances import null_instance
 from tests.support.runtime import wait_for
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _reconciles(port: int) -> float:

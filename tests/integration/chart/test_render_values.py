@@ -26,7 +26,7 @@ from tests.support.helm import helm
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CATALOG_VARS = ("LORA_ADAPTER_CATALOG", "MODEL_CATALOG")
 
 CASES: dict[str, tuple[str, str, str]] = {
