@@ -9,16 +9,17 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from cluster.node import NodeCluster
 from controlplane import ControlPlaneError
 from kservestack import KServeStack
+from tests.support.waiting import wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "provider-kserve"
@@ -82,7 +83,6 @@ async def node_cluster(*images: Path, kserve: bool = False) -> AsyncIterator[Nod
         cluster.stop()
 
 
-T = TypeVar("T")
 SERVICE_ACCOUNT = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}"
 POD_SELECTOR = f"app.kubernetes.io/name=provider-kserve,app.kubernetes.io/instance={RELEASE}"
 EXAMPLES_NAMESPACE = "models"
@@ -100,18 +100,6 @@ def get_json(node: NodeCluster, *args: str) -> dict[str, Any]:
     out = node.kubectl("get", *args, "-o", "json")
     result: dict[str, Any] = json.loads(out)
     return result
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 180.0, interval: float = 0.5) -> T:
-    """Poll `probe` until it returns something truthy; fail naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def provider_pods(node: NodeCluster) -> list[dict[str, Any]]:
@@ -141,7 +129,7 @@ def the_leader(node: NodeCluster, not_named: str = "") -> dict[str, Any]:
         name = pods[0]["metadata"]["name"]
         return pods[0] if lease_holder(node).rsplit("-", 1)[0] == name else None
 
-    return wait_for("one Ready provider pod holding the Lease", probe)
+    return wait_for_sync(probe, what="one Ready provider pod holding the Lease", timeout=180, interval=0.5)
 
 
 def exec_in(node: NodeCluster, pod: str, *command: str) -> subprocess.CompletedProcess[str]:

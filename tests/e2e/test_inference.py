@@ -41,9 +41,9 @@ from tests.e2e.support import (
     node_cluster,
     provider_writes,
     the_leader,
-    wait_for,
 )
 from tests.support.instances import predictor_instance, predictor_parameters
+from tests.support.waiting import wait_for_sync
 
 NAMESPACE = "inference"
 INSTANCE = "iris"
@@ -200,7 +200,9 @@ def served(node: NodeCluster, install: Callable[..., None], trained: TrainedMode
     started = time.monotonic()
     _apply(node, _instance())
     try:
-        instance = wait_for("the Instance Ready through KServe", functools.partial(_ready, node), timeout=600)
+        instance = wait_for_sync(
+            functools.partial(_ready, node), what="the Instance Ready through KServe", timeout=600, interval=0.5
+        )
         MEASUREMENTS["inference_ready_seconds"] = round(time.monotonic() - started, 1)
         yield instance
     finally:
@@ -254,7 +256,7 @@ def test_the_model_answers_a_predict_request(node: NodeCluster, served: dict[str
     ready_at = time.monotonic()
     # Ready is KServe's word on the pod; kube-proxy's rules for it follow at its next sync.
     programmed = functools.partial(node.service_programmed, NAMESPACE, service)
-    wait_for("kube-proxy's rules for the predictor's endpoint", programmed, timeout=60)
+    wait_for_sync(programmed, what="kube-proxy's rules for the predictor's endpoint", timeout=60, interval=0.5)
     MEASUREMENTS["inference_proxy_lag_seconds"] = round(time.monotonic() - ready_at, 1)
     started = time.monotonic()
     # From the host through kube-proxy's rules for the ClusterIP, as a client pod would.

@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import LABEL_INSTANCE, LABEL_PROVIDER, is_owned_by
@@ -24,6 +22,7 @@ from provider.kserve import KServeProvider
 from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
 from provider.topologies.protocol import Catalogs
+from tests.support.waiting import NotYet, wait_for
 
 SELECTOR = f"{LABEL_PROVIDER}={PROVIDER_NAME}"
 
@@ -131,17 +130,16 @@ async def wait_converged(
     """Seconds until every named Instance has converged; fails with what is still wrong."""
     started = time.monotonic()
     pending = list(names)
-    problems: dict[str, list[str]] = {}
-    while pending:
+
+    async def converged() -> bool | NotYet:
+        problems: dict[str, list[str]] = {}
         for name in list(pending):
             result = await convergence(kube, namespace, name, provider)
             if result:
-                pending.remove(name)
-                problems.pop(name, None)
+                pending.remove(name)  # converged stays converged: not read again
             else:
                 problems[name] = result.problems
-        if pending and time.monotonic() - started > timeout:
-            raise AssertionError(f"not converged after {timeout:.0f} s: {problems}")
-        if pending:
-            await anyio.sleep(0.2)
+        return not pending or NotYet(problems)
+
+    await wait_for(converged, what=f"{len(pending)} Instances converged", timeout=timeout, interval=0.2)
     return time.monotonic() - started

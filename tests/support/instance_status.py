@@ -9,7 +9,7 @@ from typing import Any
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.interface import KubeObject
-from tests.support.runtime import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 
 def workload_url(name: str, namespace: str) -> str:
@@ -46,16 +46,11 @@ async def wait_status(
     """The Instance's status once `check` holds (a status that was already right before a change
     passes `wait_phase` at once: check what the change alters)."""
 
-    async def reached() -> dict[str, Any] | None:
+    async def reached() -> dict[str, Any] | NotYet:
         status = await instance_status(kube, namespace, name)
-        return status if check(status) else None
+        return status if check(status) else NotYet(status)
 
-    try:
-        found: dict[str, Any] = await wait_for(reached, timeout=timeout)
-    except TimeoutError:
-        last = await instance_status(kube, namespace, name)
-        raise AssertionError(f"{name} never reached {wanted}; last status: {last}") from None
-    return found
+    return await wait_for(reached, what=f"{name} to reach {wanted}", timeout=timeout)
 
 
 async def connection_secret(kube: KubeClient, namespace: str, name: str) -> dict[str, str]:

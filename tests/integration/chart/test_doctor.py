@@ -27,7 +27,7 @@ from provider.tools.cluster_checks import Row, Status, diagnose, exit_code
 from provider.tools.rbac import RULES, policy_rules
 from tests.support.convergence import OWNED
 from tests.support.provider_process import PROVIDER_BIN
-from tests.support.runtime import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

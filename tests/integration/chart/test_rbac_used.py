@@ -34,7 +34,8 @@ from tests.support.chart import ROOT, container, one, render
 from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_account_kubeconfig
 from tests.support.http import fetch
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

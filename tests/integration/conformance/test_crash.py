@@ -40,7 +40,7 @@ from tests.support.convergence import (
 )
 from tests.support.instances import INLINE_CONFIG, llm_instance
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
-from tests.support.runtime import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -34,7 +34,8 @@ from provider.topologies.protocol import Catalogs
 from tests.support.convergence import condition, inventory, kinds_of, kserve_provider, wait_converged
 from tests.support.instances import llm_instance
 from tests.support.provider_process import PROVIDER_BIN
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -32,7 +32,8 @@ from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from tests.support.convergence import SELECTOR, census, condition, inventory, kserve_provider
 from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, KServeCluster
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -94,17 +95,15 @@ async def create_converge_delete(plane: Any, kube: KubeClient, namespace: str, c
         if ready:
             ready_counts: list[tuple[float, int]] = []
 
-            async def all_ready() -> bool:
+            async def all_ready() -> bool | NotYet:
                 items, _ = await kube.list_all(INSTANCES, namespace)
                 done = sum(1 for o in items if (o.get("status") or {}).get("phase") == "Ready")
-                ready_counts.append((time.monotonic() - started, done))
-                return done == count and (await labelled_count(kube, namespace))["Secret"] == count
+                ready_counts.append((round(time.monotonic() - started, 1), done))
+                if done == count and (await labelled_count(kube, namespace))["Secret"] == count:
+                    return True
+                return NotYet({"(seconds, Ready)": ready_counts[:: max(1, len(ready_counts) // 20)]})
 
-            try:
-                await wait_for(all_ready, timeout=600)
-            except TimeoutError:
-                progress = ready_counts[:: max(1, len(ready_counts) // 20)]
-                raise AssertionError(f"not all Ready; (seconds, Ready): {progress}") from None
+            await wait_for(all_ready, what="every Instance Ready with its Secret", timeout=600)
             report += f", Ready (with Secrets) in {time.monotonic() - started:.1f} s"
             expected["Secret"] = count
 
@@ -125,18 +124,13 @@ async def create_converge_delete(plane: Any, kube: KubeClient, namespace: str, c
 
         # KServe's Deployments and Services go through the garbage collector, in no set order (a CI
         # run saw a workload Service outlive every Deployment): wait for all of them.
-        left: list[KubeObject] = []
-
-        async def kserves_gone() -> bool:
+        async def kserves_gone() -> bool | NotYet:
             deployments, _ = await kube.list_all(DEPLOYMENTS, namespace)
-            left[:] = [{**d, "kind": "Deployment"} for d in deployments] + await inventory(kube, namespace)
-            return not left
-
-        try:
-            await wait_for(kserves_gone, timeout=600)
-        except TimeoutError:
+            left = [{**d, "kind": "Deployment"} for d in deployments] + await inventory(kube, namespace)
             names = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in left)
-            raise AssertionError(f"{len(left)} objects outlived their Instances: {names[:20]}") from None
+            return not left or NotYet({"outliving their Instances": len(left), "first": names[:20]})
+
+        await wait_for(kserves_gone, what="every derived object gone", timeout=600)
     return report
 
 

@@ -3,9 +3,7 @@ collector runs, and an apiserver restart keeps the data."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ from controlplane import (
 )
 from provider.model import kinds
 from tests.support.null_provider import CONFIGMAPS
-from tests.support.runtime import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -215,14 +213,17 @@ async def test_service_account_token_is_subject_to_rbac(
                 "subjects": [{"kind": "ServiceAccount", "name": "limited", "namespace": namespace}],
             },
         )
-        deadline = time.monotonic() + 10  # the RBAC authorizer reads bindings from an informer
-        while True:
+
+        async def allowed() -> bool | NotYet:
             try:
                 await limited.list(CONFIGMAPS, namespace)
-                break
             except ApiError as err:
-                assert err.status == 403 and time.monotonic() < deadline
-                await asyncio.sleep(0.1)
+                assert err.status == 403
+                return NotYet(err)
+            return True
+
+        # The RBAC authorizer reads bindings from an informer: a moment after the write.
+        await wait_for(allowed, what="the RoleBinding in force", timeout=10)
 
 
 async def test_install_and_delete_a_crd(kube: KubeClient) -> None:

@@ -33,7 +33,7 @@ from tests.support.hostile_writes import RawApi, json_depth, with_deep_value
 from tests.support.http import http_get
 from tests.support.instances import llm_instance
 from tests.support.provider_process import ProviderProcess, vm_hwm_mib, vm_rss_mib, write_kubeconfig
-from tests.support.runtime import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

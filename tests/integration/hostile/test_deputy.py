@@ -26,7 +26,8 @@ from tests.support.http import fetch, http_get
 from tests.support.instance_status import secret_text
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

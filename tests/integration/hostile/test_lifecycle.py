@@ -29,7 +29,8 @@ from tests.support.hostile_writes import hostile_status
 from tests.support.instance_status import secret_text
 from tests.support.instances import INLINE_CONFIG, llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

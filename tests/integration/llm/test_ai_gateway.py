@@ -29,7 +29,8 @@ from tests.support.instance_status import conditions_of, connection_secret, wait
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.read_back import first_difference
-from tests.support.runtime import count_reconciles, idle, running_manager, wait_for
+from tests.support.runtime import count_reconciles, idle, running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 

@@ -21,7 +21,8 @@ from provider.topologies.llm import status as llm_status
 from tests.support.instance_status import conditions_of, wait_phase
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import count_reconciles, idle, running_manager, wait_for
+from tests.support.runtime import count_reconciles, idle, running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
@@ -107,7 +108,7 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
         await wait_for(idle(manager))
         reconciles = count_reconciles(manager)
         write_atomically(catalog, [a for a in full if a["name"] != ADAPTER])
-        status = await wait_for_phase_within(kube, namespace, "lora", "Failed", UNKNOWN_ADAPTER, 3 * poll)
+        status = await wait_phase(kube, namespace, "lora", "Failed", UNKNOWN_ADAPTER, timeout=3 * poll)
         valid = conditions_of(status)["Valid"]
         assert (valid["status"], valid["reason"], valid["message"]) == ("False", "ValidationFailed", UNKNOWN_ADAPTER)
         await wait_for(idle(manager))
@@ -121,27 +122,7 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
 
         # ... and puts it back: the Instance recovers without an edit.
         write_atomically(catalog, full)
-        await wait_for_phase_within(kube, namespace, "lora", "Ready", None, 3 * poll)
-        served = await llmisvc("lora")
-        assert served is not None
-        assert served["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]
-
-
-async def wait_for_phase_within(
-    kube: KubeClient, namespace: str, name: str, phase: str, message: str | None, seconds: float
-) -> dict[str, Any]:
-    """wait_phase with the deadline the catalog poll allows (a few poll periods)."""
-
-    async def reached() -> dict[str, Any] | None:
-        obj = await kube.get(INSTANCES, namespace, name) or {}
-        status: dict[str, Any] = obj.get("status") or {}
-        if status.get("phase") == phase and (message is None or status.get("message") == message):
-            return status
-        return None
-
-    try:
-        found: dict[str, Any] = await wait_for(reached, timeout=seconds)
-    except TimeoutError:
-        last = await kube.get(INSTANCES, namespace, name) or {}
-        raise AssertionError(f"{name} not {phase} {message!r} within {seconds}s: {last.get('status')}") from None
-    return found
+        await wait_phase(kube, namespace, "lora", "Ready", timeout=3 * poll)
+        restored = await llmisvc("lora")
+        assert restored is not None
+        assert restored["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]

@@ -27,7 +27,8 @@ from tests.support.instance_status import conditions_of, connection_secret, inst
 from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
 from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, hf_token_secret, provider_running
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
@@ -89,25 +90,21 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
         engine = {"replicas": 2, "resources": {"limits": {"cpu": "3", "memory": "8Gi"}}}
         await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"llmEngine": engine}}})
         phases: set[str] = set()
-        last: dict[str, Any] = {}
 
-        async def rolled_out() -> bool:
+        async def rolled_out() -> bool | NotYet:
             status = await instance_status(kube, ns, name)
             phases.add(f"{status.get('phase')}: {status.get('message')}")
             obj = await llmisvc() or {}
             deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve") or {}
-            last.update(
-                generation=obj["metadata"]["generation"],
-                observed=(obj.get("status") or {}).get("observedGeneration"),
-                ready_replicas=(deployment.get("status") or {}).get("readyReplicas"),
-                synced=conditions_of(status)["Synced"].get("observedGeneration"),
-            )
-            return last == {"generation": 2, "observed": 2, "ready_replicas": 2, "synced": 2}
+            seen = {
+                "generation": obj["metadata"]["generation"],
+                "observed": (obj.get("status") or {}).get("observedGeneration"),
+                "ready_replicas": (deployment.get("status") or {}).get("readyReplicas"),
+                "synced": conditions_of(status)["Synced"].get("observedGeneration"),
+            }
+            return seen == {"generation": 2, "observed": 2, "ready_replicas": 2, "synced": 2} or NotYet(seen)
 
-        try:
-            await wait_for(rolled_out, timeout=READY_TIMEOUT)
-        except TimeoutError:
-            raise AssertionError(f"not rolled out: {last}") from None
+        await wait_for(rolled_out, what="two replicas rolled out", timeout=READY_TIMEOUT)
         assert {p.partition(":")[0] for p in phases} == {"Ready"}, phases
         deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve")
         assert deployment is not None and deployment["spec"]["replicas"] == 2

@@ -24,7 +24,8 @@ from tests.support.instance_status import conditions_of, connection_secret, wait
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
 from tests.support.llm_runtime import ENV, LLM, READY_TIMEOUT, hf_token_secret, provider_running
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
@@ -190,14 +191,11 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
         # Deletion: the runtime deletes what it owns, the Secret, then drops its finalizer.
         await kube.delete(INSTANCES, namespace, name)
 
-        async def everything_gone() -> bool:
-            return await get(INSTANCES, name) is None and not await owned_objects(kube, namespace, created)
-
-        try:
-            await wait_for(everything_gone)
-        except TimeoutError:
+        async def everything_gone() -> bool | NotYet:
             left = await owned_objects(kube, namespace, created)
-            raise AssertionError(f"left after deleting the Instance: {left}") from None
+            return (await get(INSTANCES, name) is None and not left) or NotYet({"left": left})
+
+        await wait_for(everything_gone, what="the Instance and what it owned gone")
 
 
 def test_owned_objects_selector_matches_what_the_runtime_stamps() -> None:

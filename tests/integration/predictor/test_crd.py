@@ -31,7 +31,8 @@ from provider.topologies.protocol import Catalogs
 from tests.support.instances import predictor_instance
 from tests.support.kserve import KServeCluster
 from tests.support.read_back import first_difference
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,8 @@ from provider.model.settings import ProviderSettings
 from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_phase
 from tests.support.instances import predictor_instance, predictor_parameters
 from tests.support.kserve import DEPLOYMENTS, HPAS, SERVICES, KServeCluster, kserve_children, wait_gone
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
@@ -79,29 +80,25 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
                 "parameters": {"minReplicas": 2}, "resources": {"limits": {"cpu": "2", "memory": "3Gi"}}}}}},
         )  # fmt: skip
         phases: set[str] = set()
-        last: dict[str, Any] = {}
 
-        async def rolled_out() -> bool:
+        async def rolled_out() -> bool | NotYet:
             status = await instance_status(kube, ns, name)
             phases.add(f"{status.get('phase')}: {status.get('message')}")
             isvc = await kube.get(INFERENCE_SERVICE, ns, name) or {}
             deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-predictor") or {}
-            last.update(
-                generation=isvc["metadata"]["generation"],
-                observed=(isvc.get("status") or {}).get("observedGeneration"),
-                available=(deployment.get("status") or {}).get("availableReplicas"),
-                synced=conditions_of(status)["Synced"].get("observedGeneration"),
-            )
+            seen = {
+                "generation": isvc["metadata"]["generation"],
+                "observed": (isvc.get("status") or {}).get("observedGeneration"),
+                "available": (deployment.get("status") or {}).get("availableReplicas"),
+                "synced": conditions_of(status)["Synced"].get("observedGeneration"),
+            }
             # KServe 0.20 copies the predictor Deployment's generation into the InferenceService's
             # status.observedGeneration (the HPA scaling the Deployment bumps it past ours): only
             # "at least" holds.
-            caught_up = isinstance(last["observed"], int) and last["observed"] >= last["generation"] == 2
-            return caught_up and last["available"] == 2 and last["synced"] == 2
+            caught_up = isinstance(seen["observed"], int) and seen["observed"] >= seen["generation"] == 2
+            return (caught_up and seen["available"] == 2 and seen["synced"] == 2) or NotYet(seen)
 
-        try:
-            await wait_for(rolled_out, timeout=READY_TIMEOUT)
-        except TimeoutError:
-            raise AssertionError(f"not rolled out: {last}") from None
+        await wait_for(rolled_out, what="two replicas rolled out", timeout=READY_TIMEOUT)
         # Ready throughout; while the HPA adds the second pod, the message says the model serves on.
         assert {p.partition(":")[0] for p in phases} == {"Ready"}, phases
         await wait_phase(kube, ns, name, "Ready", "", timeout=READY_TIMEOUT)

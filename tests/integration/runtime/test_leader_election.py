@@ -16,7 +16,7 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, LEASES
 from controlplane import free_port
 from tests.support.instances import null_instance
-from tests.support.runtime import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[3]

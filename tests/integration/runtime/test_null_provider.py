@@ -18,7 +18,8 @@ from actors.interface import KubeObject
 from provider.model.names import FORCE_OWNERSHIP_ANNOTATION
 from tests.support.instances import null_instance
 from tests.support.null_provider import CONFIGMAPS, NullProvider
-from tests.support.runtime import idle, running_manager, until, wait_for
+from tests.support.runtime import idle, running_manager, runs_above
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -191,7 +192,7 @@ async def test_a_restarted_provider_over_converged_instances_writes_nothing(
     await kube.patch(CONFIGMAPS, namespace, "s00-cm", {"data": {"size": "7"}}, field_manager="kubectl-edit")
 
     async with running_manager(controlplane, NullProvider(), namespace) as (manager, requests):
-        await until(lambda: manager.actors.stats.runs >= len(names), timeout=60)
+        await wait_for(runs_above(manager, len(names) - 1), timeout=60, interval=0.01)
         await wait_for(idle(manager), timeout=60)
 
         async def restored() -> bool:
@@ -243,7 +244,7 @@ async def test_our_own_applies_coming_back_do_not_reconcile_again(
         # Someone else's change to a derived object is news: its owner is reconciled.
         runs = manager.actors.stats.runs
         await kube.patch(CONFIGMAPS, namespace, "e00-cm", {"metadata": {"annotations": {"edited": "yes"}}})
-        await until(lambda: manager.actors.stats.runs > runs, timeout=30)
+        await wait_for(runs_above(manager, runs), timeout=30, interval=0.01)
 
 
 async def test_forced_410_relists_and_loses_no_update(controlplane: Any, kube: KubeClient, namespace: str) -> None:
@@ -272,9 +273,11 @@ async def test_forced_410_relists_and_loses_no_update(controlplane: Any, kube: K
     informer._rv = stale_rv
     async with anyio.create_task_group() as tg:
         tg.start_soon(informer.run)
-        with anyio.fail_after(30):
-            while informer.relists < 1:
-                await anyio.sleep(0.05)
+
+        async def relisted() -> bool:
+            return informer.relists >= 1
+
+        await wait_for(relisted, interval=0.05)
         tg.cancel_scope.cancel()
     assert informer.relists == 1
     assert seen == {f"{namespace}/a": "2", f"{namespace}/c": "1", f"{namespace}/d": "1"}

@@ -13,7 +13,8 @@ from actors.observe.tracing import configure_tracing
 from controlplane import free_port
 from tests.support.instances import null_instance
 from tests.support.null_provider import NullProvider
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

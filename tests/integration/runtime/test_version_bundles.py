@@ -14,7 +14,8 @@ from actors.client.known_resources import INSTANCES, PROVIDERS
 from actors.interface import KubeObject
 from tests.support.instances import null_instance
 from tests.support.null_provider import NullProvider
-from tests.support.runtime import running_manager, wait_for
+from tests.support.runtime import running_manager
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

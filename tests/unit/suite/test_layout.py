@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PYTHON_DIRS = ("tests", "bench", "dev")
 SHARED = "tests.support"
 # The end-to-end tests keep helpers that only they use (the node-mode cluster, Tilt) beside them.
