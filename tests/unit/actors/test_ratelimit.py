@@ -3,14 +3,7 @@ from __future__ import annotations
 import pytest
 
 from actors.queue.ratelimit import ExponentialBackoff, RateLimiter, TokenBucket
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import FakeClock
 
 
 def test_backoff_doubles_from_5ms_and_caps_at_1000s() -> None:
@@ -39,28 +32,28 @@ def test_backoff_survives_absurd_failure_counts() -> None:
     assert delay == 1000.0
 
 
-def test_token_bucket_allows_burst_then_paces_at_rate() -> None:
+async def test_token_bucket_allows_burst_then_paces_at_rate() -> None:
     clock = FakeClock()
-    bucket = TokenBucket(rate=10.0, burst=100, clock=clock)
+    bucket = TokenBucket(rate=10.0, burst=100, clock=clock.now)
     assert [bucket.reserve() for _ in range(100)] == [0.0] * 100
     assert bucket.reserve() == pytest.approx(0.1)
     assert bucket.reserve() == pytest.approx(0.2)
-    clock.now += 1.0  # 10 tokens refill: pays back the 2 borrowed, 8 left
+    await clock.advance(1.0)  # 10 tokens refill: pays back the 2 borrowed, 8 left
     assert [bucket.reserve() for _ in range(8)] == [0.0] * 8
     assert bucket.reserve() == pytest.approx(0.1)
 
 
-def test_token_bucket_never_exceeds_burst() -> None:
+async def test_token_bucket_never_exceeds_burst() -> None:
     clock = FakeClock()
-    bucket = TokenBucket(rate=10.0, burst=5, clock=clock)
-    clock.now += 3600
+    bucket = TokenBucket(rate=10.0, burst=5, clock=clock.now)
+    await clock.advance(3600)
     assert [bucket.reserve() for _ in range(5)] == [0.0] * 5
     assert bucket.reserve() > 0
 
 
 def test_rate_limiter_is_the_maximum_of_both() -> None:
     clock = FakeClock()
-    limiter = RateLimiter(ExponentialBackoff(), TokenBucket(rate=1.0, burst=1, clock=clock))
+    limiter = RateLimiter(ExponentialBackoff(), TokenBucket(rate=1.0, burst=1, clock=clock.now))
     assert limiter.when("a") == pytest.approx(0.005)  # bucket has a token; backoff wins
     assert limiter.when("b") == pytest.approx(1.0)  # bucket empty: 1 s beats 5 ms
     limiter.forget("a")
