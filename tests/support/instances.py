@@ -1,5 +1,5 @@
 """Every Instance the tests build: one function per topology (`llm`, `predictor`, and the null
-provider's `null`), each a valid Instance that keyword arguments change.
+provider's `null`; `bare_instance` for none), each a valid Instance that keyword arguments change.
 
 By default an Instance is the smallest valid one of its topology, as the API server stores it (a uid
 and generation 1), named like the unit tests' fixtures. `on_cluster=True` is the Instance a test
@@ -111,6 +111,22 @@ def null_instance(
         components=None,
         version=version,
         uid=None,
+    )
+
+
+def bare_instance(
+    name: str,
+    namespace: str,
+    *,
+    provider: str = PROVIDER_NAME,
+    components: dict[str, Any] | None = None,
+    version: str | None = None,
+    uid: str | None = None,
+) -> KubeObject:
+    """An Instance of no topology, for the runtime's own tests (which read its metadata, providerRef,
+    version and components, never a topology)."""
+    return _instance(
+        name, namespace, provider=provider, topology=None, components=components, version=version, uid=uid
     )
 
 

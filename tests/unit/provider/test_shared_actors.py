@@ -14,10 +14,11 @@ from provider.shared.ai_gateway import AIGatewayActor, gateway_base_url, uses_ai
 from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor, parse_model_catalog
 from provider.shared.catalogs import CatalogError
 from provider.topologies.protocol import CatalogModel, LoraAdapter
+from tests.support.instances import llm_instance, predictor_instance
 
 
 def _llm(**topology_params: object) -> KubeObject:
-    return {"spec": {"topology": {"type": "llm", "parameters": topology_params}, "components": {}}}
+    return llm_instance(topology=topology_params)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +46,7 @@ def test_uses_ai_gateway_follows_external_access_then_the_legacy_flag() -> None:
     assert uses_ai_gateway(_llm(enableAIGateway="true"))
     assert not uses_ai_gateway(_llm(externalAccess="ClusterIP", enableAIGateway=True))
     assert not uses_ai_gateway(_llm(externalAccess=42))  # invalid input is not an opt-in
-    assert not uses_ai_gateway({"spec": {"topology": {"type": "predictor"}}})
+    assert not uses_ai_gateway(predictor_instance())
 
 
 def test_model_catalog_parsing_rules() -> None:
@@ -67,7 +68,7 @@ def test_catalog_file_change_reloads_and_wakes_only_its_users(tmp_path: Path) ->
     woken: list[KubeObject] = []
     instances = [
         _llm(),
-        {"spec": {"topology": {"type": "llm"}, "components": {"llmEngine": {"parameters": {"loraSlot1": "sql"}}}}},
+        llm_instance(engine={"loraSlot1": "sql"}),
     ]
 
     def wake(predicate: object) -> int:
