@@ -50,7 +50,7 @@ def llm_instance(
 ) -> KubeObject:
     """An llm Instance. `engine`: llmEngine.parameters over the model URI (a None value removes the
     key); `topology`: topology.parameters; `component`: llmEngine's other fields (replicas,
-    resources, ...; `parameters` there replaces them whole)."""
+    resources, ...; `parameters` there replaces them whole); `uid=None`: as a user writes it."""
     base = _CLUSTER_LLM_ENGINE if on_cluster else {"modelURI": LLM_MODEL_URI}
     parameters = _overridden(base, engine)
     fields = {**(_CLUSTER_LLM_COMPONENT if on_cluster else {}), **(component or {})}

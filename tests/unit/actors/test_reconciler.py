@@ -6,8 +6,8 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - a kind no longer served: the `not_served` callback, and an immediate second pass;
 - the API server failing a sync: a Ready Instance keeps its phase;
 - a conflict on the finalizer patch: a failed pass that writes no status;
-- version bundles: an undefined `spec.version` fails with the Go runtime's message and is not
-  retried; a Provider not known yet is retried with backoff;
+- version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
+  bad input, runs once in an hour of fake time; a Provider not known yet is retried with backoff;
 - a status the API server refuses (422): the minimal status is written instead.
 """
 
@@ -17,6 +17,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+import pytest
 
 from actors.apply.applier import Applier
 from actors.apply.write_ledger import OwnWrites
@@ -235,12 +237,21 @@ async def test_an_undefined_version_fails_with_the_go_runtimes_message_and_is_no
     assert runtime.kube.writes("apply", CONFIGMAPS) == []
 
 
-async def test_bad_input_runs_once_in_an_hour() -> None:
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"version": "2.0"}, f'version "2.0" is not defined by provider "{PROVIDER.name}"'),
+        ({"spec": null_instance("a", NAMESPACE, size="big")["spec"]}, "topology.parameters.size: Input"),
+    ],
+    ids=["undefined version", "invalid parameter"],
+)
+async def test_bad_input_runs_once_in_an_hour(changes: dict[str, Any], message: str) -> None:
     """No retry storm: the next spec change (a watch event) or a Provider change runs it again."""
     runtime = Runtime(providers={PROVIDER.name: BUNDLES})
-    runtime.instance(version="2.0")
+    runtime.instance(**changes)
     times = await runs_over(runtime, 3600.0, lambda runs: runs >= 1)
     assert times == [0.0]
+    assert runtime.status()["phase"] == "Failed" and runtime.status()["message"].startswith(message)
 
 
 async def test_a_version_awaiting_its_provider_is_retried_with_backoff() -> None:
