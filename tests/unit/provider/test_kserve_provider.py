@@ -20,6 +20,7 @@ from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.protocol import Catalogs, LoraAdapter, Observed, StatusInputs, TopologyHandler
+from tests.support.fake_kube import FakeKube
 from tests.support.instances import llm_instance
 from tests.support.llm_topology import CATALOG
 
@@ -55,17 +56,16 @@ class FakeTopology:
         return StatusReport(Phase.READY)
 
 
-class FakeClient:
-    def __init__(self, nodes: list[KubeObject] | None = None, error: ApiError | None = None) -> None:
-        self.nodes = nodes or []
-        self.error = error
-        self.calls: list[Resource] = []
+def with_nodes(*nodes: KubeObject) -> FakeKube:
+    """An API server holding `nodes` (named n0, n1, ... in order)."""
+    kube = FakeKube()
+    for i, obj in enumerate(nodes):
+        kube.put(kinds.NODE, {"metadata": {"name": f"n{i}"}, **obj})
+    return kube
 
-    async def list_all(self, res: Resource, namespace: str | None = None, **_: Any) -> tuple[list[KubeObject], str]:
-        self.calls.append(res)
-        if self.error is not None:
-            raise self.error
-        return self.nodes, "1"
+
+def requested(kube: FakeKube) -> list[Resource]:
+    return [call.resource for call in kube.calls]
 
 
 def provider(**kwargs: Any) -> KServeProvider:
@@ -82,7 +82,7 @@ def ctx(
 ) -> ReconcileContext:
     return ReconcileContext(
         instance=obj,
-        client=cast(KubeClient, client or FakeClient()),  # a stand-in: the provider only lists Nodes
+        client=cast(KubeClient, client or FakeKube()),  # the provider only lists Nodes
         available=frozenset(kinds.OWNED) if available is None else available,
         observed=observed or {},
     )
@@ -232,20 +232,21 @@ async def test_status_reports_missing_optional_kinds() -> None:
 
 
 async def test_status_lists_nodes_only_for_node_ports() -> None:
-    client = FakeClient([node(("InternalIP", "10.0.0.1")), node(("InternalIP", "10.0.0.2"), ("ExternalIP", "1.2.3.4"))])
+    client = with_nodes(node(("InternalIP", "10.0.0.1")), node(("InternalIP", "10.0.0.2"), ("ExternalIP", "1.2.3.4")))
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
     obj = llm_instance(topology_type="predictor")
     await kserve.status(ctx(obj, client=client))
-    assert client.calls == []
+    assert requested(client) == []
     node_port = {(kinds.SERVICE, "chat-external"): {"kind": "Service", "spec": {"type": "NodePort"}}}
     await kserve.status(ctx(obj, client=client, observed=node_port))
-    assert client.calls == [kinds.NODE]
+    assert requested(client) == [kinds.NODE]
     assert fake.seen[1].node_addresses == ["1.2.3.4", "10.0.0.1", "10.0.0.2"]
 
 
 async def test_node_listing_errors_leave_no_addresses() -> None:
-    client = FakeClient(error=ApiError(403, "Forbidden", "nodes is forbidden", {}))
+    client = FakeKube()
+    client.fail("list", ApiError(403, "Forbidden", "nodes is forbidden", {}), resource=kinds.NODE)
     fake = FakeTopology()
     kserve = KServeProvider(SETTINGS, topologies={"predictor": fake})
     observed = {(kinds.SERVICE, "x"): {"kind": "Service", "spec": {"type": "NodePort"}}}
@@ -269,9 +270,9 @@ async def test_status_of_an_llm_instance() -> None:
 
 
 async def test_cleanup_leaves_deletion_to_the_runtime() -> None:
-    client = FakeClient()
+    client = FakeKube()
     await provider().cleanup(ctx(llm_instance(), client=client))
-    assert client.calls == []
+    assert requested(client) == []
 
 
 def test_node_addresses_external_first() -> None:
@@ -291,7 +292,7 @@ def test_build_provider_from_environment() -> None:
 async def test_build_provider_asks_the_shared_actors() -> None:
     kserve, shared = build_provider(
         {"LORA_ADAPTER_CATALOG": '[{"name": "sql", "uri": "hf://o/sql"}]', **GATEWAY_ENV},
-        client=FakeClient(),  # type: ignore[arg-type]
+        client=cast(KubeClient, FakeKube()),
     )
     assert shared.find(AIGatewayActor) is not None
     with anyio.fail_after(5):
