@@ -24,6 +24,7 @@ def profile_restored() -> Iterator[None]:
         ({}, "dev", 100, 1_000),
         ({"CI": "true", "HYPOTHESIS_PROFILE": "dev"}, "dev", 100, 1_000),
     ],
+    ids=["CI", "no CI", "HYPOTHESIS_PROFILE over CI"],
 )
 def test_the_profile_follows_the_environment(
     monkeypatch: pytest.MonkeyPatch,
