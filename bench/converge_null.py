@@ -26,7 +26,8 @@ from actors.client import KubeClient  # noqa: E402
 from actors.client.known_resources import INSTANCES  # noqa: E402
 from actors.interface import KubeObject, ReconcileContext  # noqa: E402
 from controlplane import NAMESPACE, ControlPlane  # noqa: E402
-from tests.support.null_provider import NullProvider, instance  # noqa: E402
+from tests.support.instances import null_instance  # noqa: E402
+from tests.support.null_provider import NullProvider  # noqa: E402
 from tests.support.runtime import running_manager  # noqa: E402
 
 
@@ -64,7 +65,7 @@ async def converge(plane: ControlPlane, kube: KubeClient, n: int) -> dict[str, A
         async def create(i: int) -> None:
             async with limiter:
                 name = f"i{i:05d}"
-                await kube.create(INSTANCES, instance(name, namespace))
+                await kube.create(INSTANCES, null_instance(name, namespace))
                 created[name] = time.perf_counter()
 
         async with anyio.create_task_group() as tg:

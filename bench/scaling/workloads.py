@@ -9,6 +9,7 @@ from typing import Any
 from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
 from tests.support import null_provider
+from tests.support.instances import null_instance
 
 
 def _kserve_instance(topology: str, component: str, spec: dict[str, Any]) -> Callable[[str, str], KubeObject]:
@@ -38,7 +39,7 @@ class Workload:
 
 WORKLOADS = {
     "null": Workload(
-        instance=lambda name, namespace: null_provider.instance(name, namespace, size=1),
+        instance=lambda name, namespace: null_instance(name, namespace, size=1),
         derived=null_provider.CONFIGMAPS,
         derived_suffix="-cm",
         change=lambda v: {"spec": {"topology": {"parameters": {"size": v}}}},

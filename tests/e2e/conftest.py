@@ -8,13 +8,9 @@ bracketed by host snapshots: whatever the clusters changed on the host must be g
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import subprocess
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,23 +18,8 @@ import pytest_asyncio
 
 from cluster import host, snapshot
 from cluster.node import NodeCluster
-from controlplane import ControlPlaneError
-from kservestack import KServeStack
+from tests.e2e.support import IMAGE_SCRIPT, INSTALL, MEASUREMENTS, MEASUREMENTS_FILE, chart_inputs, node_cluster
 from tests.support.helm import helm
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "provider-kserve"
-IMAGE_SCRIPT = ROOT / "dev" / "build-image.sh"
-RELEASE = "provider-kserve"
-RELEASE_NAMESPACE = "kserve-system"
-# The chart README's install for a cluster that already runs KServe and cert-manager.
-INSTALL = (
-    "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace",
-    "--skip-crds", "-f", str(CHART / "values-external-kserve.yaml"), "--wait",
-)  # fmt: skip
-# Figures for the closing summary (no assertion is made on them).
-MEASUREMENTS: dict[str, Any] = {}
-MEASUREMENTS_FILE = ROOT / "build" / "e2e-measurements.json"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -71,53 +52,6 @@ def host_left_clean() -> Iterator[None]:
         yield
         changes = snapshot.diff(before, snapshot.take())
     assert not changes, "the e2e clusters left host changes behind:\n" + "\n".join(changes)
-
-
-def build_image(tag: str | None = None, extra_args: str = "", target: str = "provider") -> Path:
-    """dev/build-image.sh `target` (cached layers: seconds when nothing changed); its archive."""
-    env = {**os.environ, **({"IMAGE_TAG": tag} if tag else {}), "IMAGE_BUILD_ARGS": extra_args}
-    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), target], capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"{IMAGE_SCRIPT} failed:\n{proc.stderr[-3000:]}", pytrace=False)
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
-def chart_inputs() -> None:
-    """The chart's gitignored inputs (`make chart-deps vendor-kserve-crds`), when missing."""
-    if not (CHART / "charts" / "cert-manager").is_dir():
-        subprocess.run(["bash", str(CHART / "hack" / "vendor-chart-deps.sh")], check=True, capture_output=True)
-    if not (CHART / "files" / "kserve" / "llmisvcconfigs.yaml").is_file():
-        shared = os.environ.get("PROVIDER_KSERVE_SHARED") or str(ROOT.parent / "shared")
-        env = {**os.environ, "KSERVE_SRC": str(Path(shared) / "crds" / "kserve")}
-        subprocess.run(["bash", str(CHART / "hack" / "vendor-kserve.sh")], check=True, capture_output=True, env=env)
-
-
-@contextlib.asynccontextmanager
-async def node_cluster(*images: Path, kserve: bool = False) -> AsyncIterator[NodeCluster]:
-    """A node-mode cluster with every CRD, the provider image and `images` imported, and with
-    `kserve` KServe's real controllers against it (dev/kservestack, out-of-cluster); stopped (host
-    restored) on exit."""
-    if os.geteuid() != 0:
-        pytest.fail("the end-to-end tests need root (run `make e2e` as root)", pytrace=False)
-    started = time.monotonic()
-    image = build_image()
-    MEASUREMENTS.setdefault("image_build_seconds", round(time.monotonic() - started, 1))
-    cluster = NodeCluster(images=(image, *images))
-    try:
-        await cluster.start()
-    except ControlPlaneError as err:
-        pytest.fail(f"the node-mode cluster could not start: {err}", pytrace=False)
-    MEASUREMENTS.setdefault("cluster_start_seconds", round(cluster.timings["total_start"], 1))
-    try:
-        if kserve:
-            try:
-                stack = await KServeStack(cluster.plane, fake_node=False).start()
-            except ControlPlaneError as err:
-                pytest.fail(f"KServe's controllers could not start on the node-mode cluster: {err}", pytrace=False)
-            MEASUREMENTS["kserve_start_seconds"] = round(stack.timings["total_start"], 1)
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest_asyncio.fixture(scope="module")

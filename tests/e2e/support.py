@@ -1,20 +1,88 @@
-"""Helpers of the end-to-end tests: kubectl against the node-mode cluster, the provider's pods and
-Lease, its derived objects, and the API server's audit log (who wrote what, from which pod)."""
+"""Helpers of the end-to-end tests: the repository's image, chart release and node-mode cluster as the
+tests deploy them, the figures the session reports; kubectl against the cluster, the provider's pods
+and Lease, its derived objects, and the API server's audit log (who wrote what, from which pod)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+import pytest
 
 from cluster.node import NodeCluster
-from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE
+from controlplane import ControlPlaneError
+from kservestack import KServeStack
+from tests.support.waiting import wait_for_sync
 
-T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "provider-kserve"
+IMAGE_SCRIPT = ROOT / "dev" / "build-image.sh"
+RELEASE = "provider-kserve"
+RELEASE_NAMESPACE = "kserve-system"
+# The chart README's install for a cluster that already runs KServe and cert-manager.
+INSTALL = (
+    "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace",
+    "--skip-crds", "-f", str(CHART / "values-external-kserve.yaml"), "--wait",
+)  # fmt: skip
+# Figures for the closing summary (no assertion is made on them).
+MEASUREMENTS: dict[str, Any] = {}
+MEASUREMENTS_FILE = ROOT / "build" / "e2e-measurements.json"
+
+
+def build_image(tag: str | None = None, extra_args: str = "", target: str = "provider") -> Path:
+    """dev/build-image.sh `target` (cached layers: seconds when nothing changed); its archive."""
+    env = {**os.environ, **({"IMAGE_TAG": tag} if tag else {}), "IMAGE_BUILD_ARGS": extra_args}
+    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), target], capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"{IMAGE_SCRIPT} failed:\n{proc.stderr[-3000:]}", pytrace=False)
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def chart_inputs() -> None:
+    """The chart's gitignored inputs (`make chart-deps vendor-kserve-crds`), when missing."""
+    if not (CHART / "charts" / "cert-manager").is_dir():
+        subprocess.run(["bash", str(CHART / "hack" / "vendor-chart-deps.sh")], check=True, capture_output=True)
+    if not (CHART / "files" / "kserve" / "llmisvcconfigs.yaml").is_file():
+        shared = os.environ.get("PROVIDER_KSERVE_SHARED") or str(ROOT.parent / "shared")
+        env = {**os.environ, "KSERVE_SRC": str(Path(shared) / "crds" / "kserve")}
+        subprocess.run(["bash", str(CHART / "hack" / "vendor-kserve.sh")], check=True, capture_output=True, env=env)
+
+
+@contextlib.asynccontextmanager
+async def node_cluster(*images: Path, kserve: bool = False) -> AsyncIterator[NodeCluster]:
+    """A node-mode cluster with every CRD, the provider image and `images` imported, and with
+    `kserve` KServe's real controllers against it (dev/kservestack, out-of-cluster); stopped (host
+    restored) on exit."""
+    if os.geteuid() != 0:
+        pytest.fail("the end-to-end tests need root (run `make e2e` as root)", pytrace=False)
+    started = time.monotonic()
+    image = build_image()
+    MEASUREMENTS.setdefault("image_build_seconds", round(time.monotonic() - started, 1))
+    cluster = NodeCluster(images=(image, *images))
+    try:
+        await cluster.start()
+    except ControlPlaneError as err:
+        pytest.fail(f"the node-mode cluster could not start: {err}", pytrace=False)
+    MEASUREMENTS.setdefault("cluster_start_seconds", round(cluster.timings["total_start"], 1))
+    try:
+        if kserve:
+            try:
+                stack = await KServeStack(cluster.plane, fake_node=False).start()
+            except ControlPlaneError as err:
+                pytest.fail(f"KServe's controllers could not start on the node-mode cluster: {err}", pytrace=False)
+            MEASUREMENTS["kserve_start_seconds"] = round(stack.timings["total_start"], 1)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 SERVICE_ACCOUNT = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}"
 POD_SELECTOR = f"app.kubernetes.io/name=provider-kserve,app.kubernetes.io/instance={RELEASE}"
 EXAMPLES_NAMESPACE = "models"
@@ -32,18 +100,6 @@ def get_json(node: NodeCluster, *args: str) -> dict[str, Any]:
     out = node.kubectl("get", *args, "-o", "json")
     result: dict[str, Any] = json.loads(out)
     return result
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 180.0, interval: float = 0.5) -> T:
-    """Poll `probe` until it returns something truthy; fail naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def provider_pods(node: NodeCluster) -> list[dict[str, Any]]:
@@ -73,7 +129,7 @@ def the_leader(node: NodeCluster, not_named: str = "") -> dict[str, Any]:
         name = pods[0]["metadata"]["name"]
         return pods[0] if lease_holder(node).rsplit("-", 1)[0] == name else None
 
-    return wait_for("one Ready provider pod holding the Lease", probe)
+    return wait_for_sync(probe, what="one Ready provider pod holding the Lease", timeout=180, interval=0.5)
 
 
 def exec_in(node: NodeCluster, pod: str, *command: str) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,8 @@ import yaml
 
 from cluster import host, snapshot
 from cluster.node import NodeCluster
-from tests.e2e.conftest import build_image
-from tests.e2e.support import wait_for
+from tests.e2e.support import build_image
+from tests.support.waiting import wait_for_sync
 
 WORKLOAD = [
     {
@@ -58,7 +58,9 @@ async def test_two_clusters_in_a_row_leave_the_host_as_it_was() -> None:
             await cluster.start(crd_groups=("openeverest",))
             try:
                 cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(WORKLOAD))
-                wait_for("the workload pod Running", functools.partial(_running, cluster), timeout=120)
+                wait_for_sync(
+                    functools.partial(_running, cluster), what="the workload pod Running", timeout=120, interval=0.5
+                )
                 during = snapshot.diff(before, snapshot.take())
                 # The comparison can see what a node changes: here it must show.
                 assert any(line.startswith("links: +") for line in during)

@@ -20,10 +20,16 @@ import pytest
 import yaml
 
 from cluster.node import NodeCluster
-from tests.e2e.conftest import CHART, INSTALL, MEASUREMENTS, RELEASE, RELEASE_NAMESPACE, ROOT, build_image
 from tests.e2e.support import (
+    CHART,
     EXAMPLES_NAMESPACE,
+    INSTALL,
     KSERVE_RESOURCE,
+    MEASUREMENTS,
+    RELEASE,
+    RELEASE_NAMESPACE,
+    ROOT,
+    build_image,
     derived_uids,
     examples,
     exec_in,
@@ -36,9 +42,9 @@ from tests.e2e.support import (
     remember_pod_memory,
     synced,
     the_leader,
-    wait_for,
 )
 from tests.support.helm import helm, helm_binary
+from tests.support.waiting import wait_for_sync
 
 # The Instance the tests change while pods hand over, and where the change shows.
 CHANGED = "smollm2-cpu"
@@ -98,9 +104,11 @@ def test_examples_reconciled_by_the_pod(node: NodeCluster, release: str) -> None
     for path in examples():
         kubectl(node, "apply", "-n", EXAMPLES_NAMESPACE, "-f", str(path))
     expected = {path.stem for path in examples()}
-    wait_for(
-        "every example Instance synced with its KServe object",
+    wait_for_sync(
         lambda: len(instances(node)) == len(expected) and all(synced(i) for i in instances(node)),
+        what="every example Instance synced with its KServe object",
+        timeout=180,
+        interval=0.5,
     )
     uids = derived_uids(node)
     leader = the_leader(node)["metadata"]["name"]
@@ -211,7 +219,7 @@ def test_endpoints_answer_through_the_service(node: NodeCluster, release: str) -
     # From the host through kube-proxy's rules for the ClusterIP, as a client pod would, once
     # kube-proxy has synced the ready pods' endpoints.
     programmed = functools.partial(node.service_programmed, RELEASE_NAMESPACE, release)
-    wait_for("kube-proxy's rules for the provider's endpoints", programmed, timeout=60)
+    wait_for_sync(programmed, what="kube-proxy's rules for the provider's endpoints", timeout=60, interval=0.5)
     base = f"http://{ip}:{ports['http']}"
     for path in ("/healthz", "/readyz"):
         assert _http(base + path)[0] == 200, path
@@ -227,7 +235,9 @@ def test_endpoints_answer_through_the_service(node: NodeCluster, release: str) -
     stranger = kubectl(node, "create", "token", "stranger", "-n", RELEASE_NAMESPACE).strip()
     assert _http(metrics_url, token=stranger)[0] == 403
     scraper = kubectl(node, "create", "token", "scraper", "-n", RELEASE_NAMESPACE).strip()
-    status, metrics = wait_for("/metrics for the scraper", lambda: _ok(_http(metrics_url, token=scraper)))
+    status, metrics = wait_for_sync(
+        lambda: _ok(_http(metrics_url, token=scraper)), what="/metrics for the scraper", timeout=180, interval=0.5
+    )
     assert status == 200 and "provider_reconciles_total" in metrics
     instance = yaml.safe_load((ROOT / "examples" / "instance-predictor.yaml").read_text())
     status, answer = _http(base + "/validate", {"operation": "CREATE", "object": instance})
@@ -259,11 +269,18 @@ def test_upgrade_to_a_rebuilt_image_hands_over(node: NodeCluster, release: str) 
     assert upgrade.returncode == 0, output
     new = the_leader(node, not_named=old)
     assert new["spec"]["containers"][0]["image"].endswith(":e2e-rebuilt")
-    wait_for("the change made during the upgrade to converge", lambda: converged(node, 2))
+    wait_for_sync(
+        lambda: converged(node, 2), what="the change made during the upgrade to converge", timeout=180, interval=0.5
+    )
     assert derived_uids(node) == before  # nothing lost, nothing recreated
     order = reconciling_pods_in_order(provider_writes(node, since=mark))
     assert len(order) == len(set(order)), f"pods wrote interleaved: {order}"
-    assert wait_for("old pod gone", lambda: old not in {p["metadata"]["name"] for p in provider_pods(node)})
+    assert wait_for_sync(
+        lambda: old not in {p["metadata"]["name"] for p in provider_pods(node)},
+        what="old pod gone",
+        timeout=180,
+        interval=0.5,
+    )
 
 
 def test_deleted_leader_replacement_converges_a_change(node: NodeCluster, release: str) -> None:
@@ -273,7 +290,7 @@ def test_deleted_leader_replacement_converges_a_change(node: NodeCluster, releas
     kubectl(node, "delete", "pod", "-n", RELEASE_NAMESPACE, old, "--wait=false")
     set_replicas(node, 3)
     new = the_leader(node, not_named=old)["metadata"]["name"]
-    wait_for("the replacement to converge the change", lambda: converged(node, 3))
+    wait_for_sync(lambda: converged(node, 3), what="the replacement to converge the change", timeout=180, interval=0.5)
     writes = [w for w in provider_writes(node, since=mark) if w["objectRef"].get("resource") == "llminferenceservices"]
     assert writes and writes[-1]["pod"] == new and writes[-1]["objectRef"]["name"] == CHANGED
     order = reconciling_pods_in_order(provider_writes(node, since=mark))
@@ -290,7 +307,7 @@ def test_uninstall_keeps_instances_and_reinstall_adopts_them(
     before = derived_uids(node)
     instance_uids = {i["metadata"]["name"]: i["metadata"]["uid"] for i in instances(node)}
     helm("uninstall", release, "-n", RELEASE_NAMESPACE, "--wait", kubeconfig=node.kubeconfig)
-    wait_for("the provider's pods gone", lambda: not provider_pods(node))
+    wait_for_sync(lambda: not provider_pods(node), what="the provider's pods gone", timeout=180, interval=0.5)
     for kind, name in (("deployment", release), ("serviceaccount", release), ("service", release)):
         assert not kubectl(node, "get", kind, "-n", RELEASE_NAMESPACE, name, "--ignore-not-found", "-o", "name")
     assert not kubectl(node, "get", "clusterrole", release, "--ignore-not-found", "-o", "name")
@@ -304,7 +321,9 @@ def test_uninstall_keeps_instances_and_reinstall_adopts_them(
     install()  # the README's command again, with the chart's own image
     the_leader(node)
     set_replicas(node, 1)
-    wait_for("the reinstalled provider to converge a change", lambda: converged(node, 1))
+    wait_for_sync(
+        lambda: converged(node, 1), what="the reinstalled provider to converge a change", timeout=180, interval=0.5
+    )
     assert derived_uids(node) == before  # adopted, not recreated
     creates = [w for w in provider_writes(node, since=mark) if w["verb"] == "create"]
     assert not [w for w in creates if w["objectRef"].get("namespace") == EXAMPLES_NAMESPACE]

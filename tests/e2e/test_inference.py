@@ -32,8 +32,18 @@ import pytest_asyncio
 import yaml
 
 from cluster.node import NodeCluster
-from tests.e2e.conftest import MEASUREMENTS, ROOT, build_image, node_cluster
-from tests.e2e.support import get_json, kubectl, provider_writes, the_leader, wait_for
+from tests.e2e.support import (
+    MEASUREMENTS,
+    ROOT,
+    build_image,
+    get_json,
+    kubectl,
+    node_cluster,
+    provider_writes,
+    the_leader,
+)
+from tests.support.instances import predictor_instance, predictor_parameters
+from tests.support.waiting import wait_for_sync
 
 NAMESPACE = "inference"
 INSTANCE = "iris"
@@ -161,31 +171,18 @@ def _runtime() -> dict[str, Any]:
 
 
 def _instance() -> dict[str, Any]:
-    return {
-        "apiVersion": "core.openeverest.io/v1alpha1",
-        "kind": "Instance",
-        "metadata": {"name": INSTANCE, "namespace": NAMESPACE},
-        "spec": {
-            "providerRef": {"name": "provider-kserve"},
-            "topology": {"type": "predictor"},
-            "components": {
-                "predictor": {
-                    "type": "modelServer",
-                    "resources": {
-                        "requests": {"cpu": "100m", "memory": "256Mi"},
-                        "limits": {"cpu": "1", "memory": "1Gi"},
-                    },
-                    "parameters": {
-                        "modelFormat": "sklearn",
-                        "storageURI": f"pvc://{CLAIM}/{MODEL_PATH}",
-                        "runtime": RUNTIME,
-                        "minReplicas": 1,
-                        "maxReplicas": 1,
-                    },
-                }
-            },
+    """The trained model, served from the PersistentVolume by the model server's runtime."""
+    return predictor_instance(
+        INSTANCE,
+        NAMESPACE,
+        uid=None,
+        parameters=predictor_parameters(
+            storageURI=f"pvc://{CLAIM}/{MODEL_PATH}", runtime=RUNTIME, minReplicas=1, maxReplicas=1
+        ),
+        component={
+            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
         },
-    }
+    )
 
 
 def _apply(node: NodeCluster, *objects: dict[str, Any]) -> None:
@@ -203,7 +200,9 @@ def served(node: NodeCluster, install: Callable[..., None], trained: TrainedMode
     started = time.monotonic()
     _apply(node, _instance())
     try:
-        instance = wait_for("the Instance Ready through KServe", functools.partial(_ready, node), timeout=600)
+        instance = wait_for_sync(
+            functools.partial(_ready, node), what="the Instance Ready through KServe", timeout=600, interval=0.5
+        )
         MEASUREMENTS["inference_ready_seconds"] = round(time.monotonic() - started, 1)
         yield instance
     finally:
@@ -257,7 +256,7 @@ def test_the_model_answers_a_predict_request(node: NodeCluster, served: dict[str
     ready_at = time.monotonic()
     # Ready is KServe's word on the pod; kube-proxy's rules for it follow at its next sync.
     programmed = functools.partial(node.service_programmed, NAMESPACE, service)
-    wait_for("kube-proxy's rules for the predictor's endpoint", programmed, timeout=60)
+    wait_for_sync(programmed, what="kube-proxy's rules for the predictor's endpoint", timeout=60, interval=0.5)
     MEASUREMENTS["inference_proxy_lag_seconds"] = round(time.monotonic() - ready_at, 1)
     started = time.monotonic()
     # From the host through kube-proxy's rules for the ClusterIP, as a client pod would.

@@ -34,9 +34,18 @@ import yaml
 
 from cluster import background, host, snapshot
 from controlplane import free_port, shared_dir
-from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE, ROOT
-from tests.e2e.support import KSERVE_RESOURCE, POD_SELECTOR, ready, synced, wait_for
+from tests.e2e.support import (
+    KSERVE_RESOURCE,
+    MEASUREMENTS,
+    POD_SELECTOR,
+    RELEASE,
+    RELEASE_NAMESPACE,
+    ROOT,
+    ready,
+    synced,
+)
 from tests.e2e.tilt_support import Tilt, base_env, built, clean_copy, mark_log_line
+from tests.support.waiting import wait_for_sync
 
 # An unprivileged user every Debian system has.
 NOBODY = 65534
@@ -226,11 +235,18 @@ def test_local_target_ci_live_update_down(tmp_path: Path) -> None:
         pod = ci_until_ready(tilt, kubectl, "cold")  # a fresh clone: venv, cluster, image, chart, examples
         started = time.monotonic()
         with tilt.up():
-            wait_for("tilt up: the provider green", lambda: tilt.resource_ready(RELEASE), 900)
+            wait_for_sync(
+                lambda: tilt.resource_ready(RELEASE), what="tilt up: the provider green", timeout=900, interval=0.5
+            )
             MEASUREMENTS["tilt_local_up_to_ready_provider_seconds_cluster_running"] = round(
                 time.monotonic() - started, 1
             )
-            wait_for("tilt up: the provider, examples and instance-status green", lambda: settled(tilt), 900)
+            wait_for_sync(
+                lambda: settled(tilt),
+                what="tilt up: the provider, examples and instance-status green",
+                timeout=900,
+                interval=0.5,
+            )
             ui_and_links_answer(tilt)
             live_update_reaches_the_pod(tilt, repo, kubectl, pod)
         tilt.must("down", timeout=600)
@@ -254,7 +270,7 @@ def ui_and_links_answer(tilt: Tilt) -> None:
     script = index.split('src="/static/js/', 1)[1].split('"', 1)[0]
     assert _http(f"http://localhost:{tilt.port}/static/js/{script}")[0] == 200
     metrics_link = f"http://localhost:{tilt.env['METRICS_PORT']}/metrics"
-    _, metrics = wait_for("the /metrics link", lambda: _ok(metrics_link), 60)
+    _, metrics = wait_for_sync(lambda: _ok(metrics_link), what="the /metrics link", timeout=60, interval=0.5)
     assert "provider_reconciles_total" in metrics
     proxy = f"http://localhost:{tilt.env['API_PROXY_PORT']}"
     name = _examples()[0]["metadata"]["name"]
@@ -306,10 +322,10 @@ def live_update_reaches_the_pod(tilt: Tilt, repo: Path, kubectl: Kubectl, after_
     saved = time.monotonic()
     mark_log_line(repo, marker)
     name = pod["metadata"]["name"]
-    wait_for(
-        f"{marker} in the pod's log",
+    wait_for_sync(
         lambda: marker in kubectl("logs", "-n", RELEASE_NAMESPACE, name, check=False),
-        300,
+        what=f"{marker} in the pod's log",
+        timeout=300,
         interval=0.2,
     )
     MEASUREMENTS["tilt_local_live_update_seconds"] = round(time.monotonic() - saved, 1)
@@ -320,7 +336,9 @@ def live_update_reaches_the_pod(tilt: Tilt, repo: Path, kubectl: Kubectl, after_
     assert tilt.get("imagemap", RELEASE)["status"]["buildStartTime"] == image_built  # no image build
     synced_files = kubectl("exec", "-n", RELEASE_NAMESPACE, name, "--", "cat", "/app/src/provider/commands/run.py")
     assert marker in synced_files
-    wait_for("the restarted provider Ready again", lambda: ready(provider_pod(kubectl)), 120)
+    wait_for_sync(
+        lambda: ready(provider_pod(kubectl)), what="the restarted provider Ready again", timeout=120, interval=0.5
+    )
 
 
 # -- process, without root ----------------------------------------------------------------------
@@ -375,19 +393,33 @@ def test_process_target_without_root(unprivileged_home: Path) -> None:
     kubectl = Kubectl(repo / "build" / "tilt" / "process" / "kubeconfig")
     started = time.monotonic()
     with tilt.up():
-        wait_for("tilt up: the provider green", lambda: tilt.resource_ready(RELEASE), 600)
+        wait_for_sync(
+            lambda: tilt.resource_ready(RELEASE), what="tilt up: the provider green", timeout=600, interval=0.5
+        )
         MEASUREMENTS["tilt_process_up_to_ready_provider_seconds"] = round(time.monotonic() - started, 1)
-        wait_for("tilt up: the provider, examples and instance-status green", lambda: settled(tilt), 600)
+        wait_for_sync(
+            lambda: settled(tilt),
+            what="tilt up: the provider, examples and instance-status green",
+            timeout=600,
+            interval=0.5,
+        )
         ui_and_links_answer(tilt)
         assert examples_reconciled(kubectl)
-        first = wait_for("the provider process", lambda: provider_process(tilt), 60)
+        first = wait_for_sync(lambda: provider_process(tilt), what="the provider process", timeout=60, interval=0.5)
         assert process_uid(first) == NOBODY
         marker = f"tilt-restart-{uuid.uuid4().hex[:8]}"
         saved = time.monotonic()
         mark_log_line(repo, marker)
-        wait_for(f"{marker} in the provider's log", lambda: marker in tilt.api("logs", RELEASE), 300, 0.2)
+        wait_for_sync(
+            lambda: marker in tilt.api("logs", RELEASE),
+            what=f"{marker} in the provider's log",
+            timeout=300,
+            interval=0.2,
+        )
         MEASUREMENTS["tilt_process_restart_seconds"] = round(time.monotonic() - saved, 1)
-        second = wait_for("the restarted provider process", lambda: provider_process(tilt), 60)
+        second = wait_for_sync(
+            lambda: provider_process(tilt), what="the restarted provider process", timeout=60, interval=0.5
+        )
         assert second != first and process_uid(second) == NOBODY
     tilt.must("down", timeout=300)
     # Tilt stopped the control plane and the provider it served: none of their processes is left.

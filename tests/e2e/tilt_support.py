@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from controlplane import free_port
-from tests.e2e.conftest import ROOT
+from tests.e2e.support import ROOT
 
 BUILD_SCRIPT = ROOT / "dev" / "build-controlplane.sh"
 # The log line the tests edit: the provider's first line when it starts.

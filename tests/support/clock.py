@@ -1,5 +1,11 @@
-"""A fake clock for the actor system: time moves only when the test lets it, so timing behaviour
-(backoff gaps, settle windows, idle exits, parked runs) is checked exactly and without sleeping."""
+"""The one fake clock of the tests: time moves only when the test lets it, so timing behaviour
+(backoff gaps, settle windows, idle exits, parked runs, a token bucket's refill) is checked exactly
+and without sleeping. It is an `actors.queue.clock.Clock` for the actor system, and `now` is the
+plain time function a `TokenBucket` takes.
+
+`step` makes every read of `now()` move time on by that much, as a loaded machine's clock does
+between two reads. A negative delay is refused, as anyio's sleep (trio's, at least) refuses it: the
+runtime must never ask for one."""
 
 from __future__ import annotations
 
@@ -18,12 +24,14 @@ _LATENESS = 1e-6
 
 
 class FakeClock:
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, *, step: float = 0.0) -> None:
         self._now = start
+        self._step = step
         self._timers: list[tuple[float, int, anyio.Event]] = []
         self._seq = itertools.count()
 
     def now(self) -> float:
+        self._now += self._step
         return self._now
 
     def _timer(self, deadline: float) -> anyio.Event:
@@ -35,7 +43,9 @@ class FakeClock:
         return event
 
     async def sleep(self, seconds: float) -> None:
-        await self._timer(self._now + max(0.0, seconds)).wait()
+        if seconds < 0:
+            raise ValueError(f"a negative delay: {seconds}")
+        await self._timer(self._now + seconds).wait()
 
     async def wait(self, event: anyio.Event, deadline: float) -> None:
         timer = self._timer(deadline)

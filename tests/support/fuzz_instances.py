@@ -19,45 +19,23 @@ from tests.support.fuzz_values import (
     json_values,
 )
 from tests.support.gen import Gen
+from tests.support.instances import llm_instance, predictor_instance
 
 # -- base Instances and mutations -------------------------------------------------------------------
 
-LLM: Final[KubeObject] = {
-    "apiVersion": "core.openeverest.io/v1alpha1",
-    "kind": "Instance",
-    "metadata": {"name": "chat", "namespace": "models", "uid": "uid-1", "generation": 1},
-    "spec": {
-        "providerRef": {"name": "provider-kserve"},
-        "topology": {"type": "llm", "parameters": {"externalAccess": "LoadBalancer"}},
-        "components": {
-            "llmEngine": {
-                "type": "vllm",
-                "replicas": 1,
-                "resources": {"limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}},
-                "parameters": {"modelURI": "hf://Qwen/Qwen2.5-0.5B-Instruct", "modelName": "qwen"},
-            }
-        },
-    },
-}
-LLM_LORA: Final[KubeObject] = copy.deepcopy(LLM)
-LLM_LORA["spec"]["components"]["llmEngine"]["parameters"].update(
-    {"computeProfile": "cpu", "loraDeployment": "enabled", "loraSlot1": "qwen2.5-0.5b-sft"}
+LLM: Final[KubeObject] = llm_instance(
+    topology={"externalAccess": "LoadBalancer"},
+    engine={"modelName": "qwen"},
+    component={"replicas": 1, "resources": {"limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}},
 )
-PREDICTOR: Final[KubeObject] = {
-    "apiVersion": "core.openeverest.io/v1alpha1",
-    "kind": "Instance",
-    "metadata": {"name": "iris", "namespace": "models", "uid": "uid-2"},
-    "spec": {
-        "providerRef": {"name": "provider-kserve"},
-        "topology": {"type": "predictor"},
-        "components": {
-            "predictor": {
-                "type": "modelServer",
-                "parameters": {"modelFormat": "sklearn", "storageURI": "gs://bucket/model", "minReplicas": 1},
-            }
-        },
-    },
-}
+LLM_LORA: Final[KubeObject] = llm_instance(
+    topology={"externalAccess": "LoadBalancer"},
+    engine={"modelName": "qwen", "computeProfile": "cpu", "loraDeployment": "enabled", "loraSlot1": "qwen2.5-0.5b-sft"},
+    component={"replicas": 1, "resources": {"limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}},
+)
+PREDICTOR: Final[KubeObject] = predictor_instance(
+    uid="uid-2", parameters={"modelFormat": "sklearn", "storageURI": "gs://bucket/model", "minReplicas": 1}
+)
 BASES: Final = (LLM, LLM_LORA, PREDICTOR)
 
 Path = tuple[str, ...]

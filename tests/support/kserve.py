@@ -9,7 +9,7 @@ from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
 from controlplane import CRD, ControlPlane
 from kservestack import KServeStack
-from tests.support.runtime import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 SERVICES = Resource("", "v1", "services", "Service")
@@ -68,11 +68,8 @@ def _made_for(obj: KubeObject, owner_name: str) -> bool:
 
 
 async def wait_gone(kube: KubeClient, namespace: str, owner_name: str, timeout: float = 60.0) -> None:
-    async def none_left() -> bool:
-        return not await kserve_children(kube, namespace, owner_name)
-
-    try:
-        await wait_for(none_left, timeout=timeout)
-    except TimeoutError:
+    async def none_left() -> bool | NotYet:
         left = await kserve_children(kube, namespace, owner_name)
-        raise AssertionError(f"left behind by {owner_name}: {left}") from None
+        return True if not left else NotYet(left)
+
+    await wait_for(none_left, what=f"what KServe made for {owner_name} to go", timeout=timeout)

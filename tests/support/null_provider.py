@@ -1,4 +1,5 @@
-"""A provider with no KServe knowledge: one ConfigMap per Instance, Ready at once.
+"""A provider with no KServe knowledge: one ConfigMap per Instance, Ready at once (its Instances:
+`tests.support.instances.null_instance`).
 
 It exercises the runtime alone (finalizer, apply, prune, status, connection Secret, cleanup) in
 integration tests, and gives benchmarks the apply floor per Instance.
@@ -73,12 +74,3 @@ class NullProvider:
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
         self.cleanups.append(ctx.key.name)
-
-
-def instance(name: str, namespace: str, **parameters: object) -> KubeObject:
-    return {
-        "apiVersion": "core.openeverest.io/v1alpha1",
-        "kind": "Instance",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"providerRef": {"name": NAME}, "topology": {"type": "null", "parameters": parameters}},
-    }

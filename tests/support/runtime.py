@@ -1,5 +1,5 @@
-"""Run the real runtime (Manager, or the bare ActorSystem) inside a test's event loop, and wait for
-conditions."""
+"""Run the real runtime (Manager, or the bare ActorSystem) inside a test's event loop, and look at what
+it does (idle, reconciles counted)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from actors.manager.options import ManagerOptions
 from actors.manager.shared import SharedActors
 from actors.queue.actor_system import ActorSystem
 from actors.serve.endpoints import Endpoints
+from tests.support.waiting import wait_for
 
 
 @asynccontextmanager
@@ -50,34 +51,44 @@ async def running_manager(
     manager = Manager(client, provider, options=opts, shared=shared)
     async with client, anyio.create_task_group() as tg:
         tg.start_soon(manager.run)
-        with anyio.fail_after(30):
-            while not manager.ready():
-                await anyio.sleep(0.05)
+
+        async def ready() -> bool:
+            return manager.ready()
+
+        await wait_for(ready, what="the manager ready", interval=0.05)
         try:
             yield manager, requests
         finally:
             tg.cancel_scope.cancel()
 
 
-async def wait_for(predicate: Callable[[], Awaitable[Any]], timeout: float = 30.0) -> Any:
-    with anyio.fail_after(timeout):
-        while True:
-            value = await predicate()
-            if value:
-                return value
-            await anyio.sleep(0.1)
-
-
-async def until(condition: Callable[[], bool], timeout: float = 5.0, step: float = 0.01) -> None:
-    """Poll a cheap, synchronous condition every `step` seconds (fine enough for the runtime's
-    10-100 ms timings, which `wait_for`'s 0.1 s would blur); fail the test after `timeout`."""
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(step)
-
-
 def idle(manager: Manager) -> Callable[[], Awaitable[bool]]:
+    """A probe for `wait_for`: nothing queued, nothing running."""
+
     async def idle() -> bool:
         return manager.actors.depth == 0 and manager.actors.busy == 0
 
     return idle
+
+
+def runs_above(manager: Manager, runs: int) -> Callable[[], Awaitable[bool]]:
+    """A probe for `wait_for`: more than `runs` reconciles have run (poll it finely: the runtime's
+    timings are 10-100 ms)."""
+
+    async def more_reconciles() -> bool:
+        return manager.actors.stats.runs > runs
+
+    return more_reconciles
+
+
+def count_reconciles(manager: Manager) -> Counter[str]:
+    """Reconciles per Instance key from now on (wraps the manager's reconciler)."""
+    counts: Counter[str] = Counter()
+    inner = manager.actors.reconcile
+
+    async def counting(key: str) -> Any:
+        counts[key] += 1
+        return await inner(key)
+
+    manager.actors.reconcile = counting
+    return counts

@@ -4,7 +4,7 @@
 render -f values.yaml` derives the settings (`ProviderSettings.from_env`) and the catalogs from its
 result, exactly as the controller derives them from the environment the chart's Deployment
 template (charts/provider-kserve/templates/deployment.yaml) sets. The template stays the
-deployment's source; `tests/integration/test_render_values.py` renders it with `helm template` for a
+deployment's source; `tests/integration/chart/test_render_values.py` renders it with `helm template` for a
 range of values and proves the two agree variable by variable.
 
 `load_values` merges values files over the chart's own values.yaml as Helm does: mappings merge key

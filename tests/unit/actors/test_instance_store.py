@@ -11,6 +11,7 @@ from actors.cache.owned_index import OwnedIndex
 from actors.client.known_resources import INSTANCES
 from actors.contract import FINALIZER
 from actors.manager.manager import instance_needs_reconcile
+from tests.support.instances import bare_instance
 
 KEY = "ns/a"
 INSTANCE = (INSTANCES, "ns", "a")
@@ -28,20 +29,11 @@ class Events:
 
 
 def instance(version: str, *, finalizer: bool = False, generation: int = 1, phase: str = "") -> dict[str, Any]:
-    return {
-        "apiVersion": "core.openeverest.io/v1alpha1",
-        "kind": "Instance",
-        "metadata": {
-            "name": "a",
-            "namespace": "ns",
-            "uid": "u",
-            "resourceVersion": version,
-            "generation": generation,
-            "finalizers": [FINALIZER] if finalizer else [],
-        },
-        "spec": {"providerRef": {"name": "p"}},
-        "status": {"phase": phase} if phase else {},
-    }
+    """Instance `a` as a watch event carries it, at resourceVersion `version`."""
+    obj = bare_instance("a", "ns", provider="p", uid="u")
+    obj["metadata"].update(resourceVersion=version, generation=generation, finalizers=[FINALIZER] if finalizer else [])
+    obj["status"] = {"phase": phase} if phase else {}
+    return obj
 
 
 def stored(store: InstanceStore, obj: dict[str, Any]) -> StoredInstance:

@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from actors.interface import Condition, ConnectionDetails, Phase
 from actors.status.compose import compose_status, merge_conditions
+from tests.support.instances import bare_instance
 
 
 def _instance(status: dict[str, object] | None = None, generation: int = 3) -> dict[str, object]:
-    return {"metadata": {"name": "i", "namespace": "ns", "generation": generation}, "status": status or {}}
+    obj = bare_instance("i", "ns", uid="u")
+    obj["metadata"]["generation"] = generation
+    obj["status"] = status or {}
+    return obj
 
 
 def test_transition_time_moves_only_when_status_flips() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from actors.interface import KubeObject
 from actors.reconcile.versions import awaiting_provider, effective_bundle, resolve_versions, version_problem
+from tests.support.instances import bare_instance
 
 PROVIDERS: dict[str, KubeObject] = {
     "p": {
@@ -23,10 +24,9 @@ PROVIDERS: dict[str, KubeObject] = {
 
 
 def instance(version: Any = None, *, status_version: str | None = None, **components: Any) -> KubeObject:
-    spec: dict[str, Any] = {"providerRef": {"name": "p"}, "components": components or {"engine": {}}}
+    obj = bare_instance("i", "n", provider="p", components=components or {"engine": {}})
     if version is not None:
-        spec["version"] = version
-    obj: KubeObject = {"metadata": {"name": "i", "namespace": "n"}, "spec": spec}
+        obj["spec"]["version"] = version  # any JSON, not only a string: what the check is about
     if status_version is not None:
         obj["status"] = {"version": status_version}
     return obj

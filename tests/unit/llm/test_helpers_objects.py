@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from provider.model import kinds
-
-from .builders import GATEWAY_SETTINGS, REQUIRED_KINDS, desired, settings
+from tests.support.llm_topology import GATEWAY_SETTINGS, REQUIRED_KINDS, desired, settings
 
 HF = settings(hf_token_secret_name="hf-token")
 GATEWAY = settings(**GATEWAY_SETTINGS)

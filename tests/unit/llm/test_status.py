@@ -12,9 +12,8 @@ from provider.topologies.kserve_conditions import passthrough_conditions
 from provider.topologies.llm.connection_details import gateway_details
 from provider.topologies.protocol import StatusInputs
 from provider.topologies.urls import url_details
-
-from .builders import kserve_condition, llmisvc
-from .status_builders import IN_CLUSTER, NO_POLL, condition, status
+from tests.support.kserve_objects import kserve_condition, llmisvc
+from tests.support.llm_status import IN_CLUSTER, NO_POLL, condition, status
 
 # -- basic phases ---------------------------------------------------------------------------------
 
@@ -145,7 +144,7 @@ def test_kserve_not_installed() -> None:
     assert report.message == (
         "KServe is not installed: the cluster does not serve llminferenceservices.serving.kserve.io "
         "(the provider chart ships them in crds/: run `make vendor-kserve-crds` before packaging it, "
-            "or install KServe's CRD charts)"
+        "or install KServe's CRD charts)"
     )
 
 

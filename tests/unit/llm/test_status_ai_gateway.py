@@ -5,9 +5,8 @@ from __future__ import annotations
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase
 from provider.model import kinds
 from provider.topologies.protocol import StatusInputs
-
-from .builders import kserve_condition, llmisvc
-from .status_builders import AI, BASE_URL, GATEWAY, condition, route, status
+from tests.support.kserve_objects import kserve_condition, llmisvc
+from tests.support.llm_status import AI, BASE_URL, GATEWAY, condition, route, status
 
 # -- AI Gateway -----------------------------------------------------------------------------------
 

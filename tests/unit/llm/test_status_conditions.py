@@ -5,9 +5,9 @@ from __future__ import annotations
 from actors.interface import Condition, Phase
 from provider.model import kinds
 from provider.topologies.protocol import CatalogModel, Catalogs, StatusInputs
-
-from .builders import GATEWAY_SETTINGS, llmisvc, settings
-from .status_builders import AI, BASE_URL, GATEWAY, condition, route, status
+from tests.support.kserve_objects import llmisvc
+from tests.support.llm_status import AI, BASE_URL, GATEWAY, condition, route, status
+from tests.support.llm_topology import GATEWAY_SETTINGS, settings
 
 # -- provider conditions --------------------------------------------------------------------------
 

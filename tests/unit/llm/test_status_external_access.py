@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from actors.interface import Condition, ConnectionDetails, Phase
 from provider.topologies.protocol import StatusInputs
-
-from .builders import llmisvc
-from .status_builders import IN_CLUSTER, NO_POLL, condition, service, status
+from tests.support.kserve_objects import llmisvc
+from tests.support.llm_status import IN_CLUSTER, NO_POLL, condition, service, status
 
 # -- external access ------------------------------------------------------------------------------
 

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from provider.topologies.llm.validation import validate_llm
-
-from .builders import CATALOG, GATEWAY_SETTINGS, fails, instance, passes, settings
+from tests.support.llm_topology import GATEWAY_SETTINGS, fails, inputs, passes, settings
 
 # -- Go provider rules, in order (kserve-behavior §1.5) ------------------------------------------
 
@@ -89,11 +87,11 @@ def test_invalid_config(config: str, why: str) -> None:
 
 @pytest.mark.parametrize("config", ["", "  \n", "# only a comment\n", {}])
 def test_blank_config_is_no_config(config: Any) -> None:
-    assert validate_llm(instance({"config": config}), CATALOG, settings()).engine.config_spec() is None
+    assert inputs({"config": config}).engine.config_spec() is None
 
 
 def test_config_as_mapping_is_accepted() -> None:
-    llm = validate_llm(instance({"config": {"replicas": 2}}), CATALOG, settings())
+    llm = inputs({"config": {"replicas": 2}})
     assert llm.engine.config_spec() == {"replicas": 2}
 
 

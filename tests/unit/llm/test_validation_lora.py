@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from provider.topologies.llm.validation import read_llm, validate_llm
-
-from .builders import CATALOG, fails, instance, passes, settings
+from tests.support.instances import as_model, llm_instance
+from tests.support.llm_topology import CATALOG, fails, passes, settings
 
 # -- catalog slots and explicit adapters (Go provider rules, kserve-behavior §1.5) -----------------
 
@@ -124,11 +124,12 @@ def test_explicit_adapters_contradict_lora_deployment() -> None:
 
 
 def test_slots_are_ignored_while_lora_deployment_is_disabled() -> None:
-    llm = validate_llm(instance({"loraDeployment": "disabled", "loraSlot1": "unknown"}), CATALOG, settings())
+    engine = {"loraDeployment": "disabled", "loraSlot1": "unknown"}
+    llm = validate_llm(as_model(llm_instance(engine=engine)), CATALOG, settings())
     assert llm.adapters == ()
 
 
 def test_read_llm_does_not_need_the_catalog() -> None:
     engine = {"loraDeployment": "enabled", "loraSlot1": "not-in-any-catalog"}
-    assert read_llm(instance(engine), settings()).adapters == ()
+    assert read_llm(as_model(llm_instance(engine=engine)), settings()).adapters == ()
     assert fails(engine).startswith("llmEngine.parameters.loraSlot1 references unknown adapter")

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from provider.topologies.llm.validation import validate_llm
-
-from .builders import CATALOG, fails, instance, passes, settings
+from tests.support.instances import as_model, llm_instance
+from tests.support.llm_topology import CATALOG, fails, passes, settings
 
 # -- strictness the Go provider lacked (kserve-behavior §10.14, §10.18) ----------------------------
 
@@ -76,7 +76,9 @@ def test_topology_parameter_types(topology: dict[str, Any], message: str) -> Non
 
 def test_engine_keys_match_case_insensitively_like_go() -> None:
     llm = validate_llm(
-        instance({"modelURI": None, "modeluri": "s3://b/m", "TensorParallelSize": 2}), CATALOG, settings()
+        as_model(llm_instance(engine={"modelURI": None, "modeluri": "s3://b/m", "TensorParallelSize": 2})),
+        CATALOG,
+        settings(),
     )
     assert (llm.engine.model_uri, llm.engine.tensor_parallel_size) == ("s3://b/m", 2)
 
@@ -87,7 +89,8 @@ def test_same_engine_key_twice_in_different_case() -> None:
 
 
 def test_null_parameters_are_unset() -> None:
-    llm = validate_llm(instance({"tensorParallelSize": None}, topology={"enablePrefill": None}), CATALOG, settings())
+    instance = llm_instance(engine={"tensorParallelSize": None}, topology={"enablePrefill": None})
+    llm = validate_llm(as_model(instance), CATALOG, settings())
     assert llm.engine.tensor_parallel_size is None
     assert llm.topology.enable_prefill is False
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from .builders import MODEL_URI, desired, llmisvc_spec, settings
+from tests.support.instances import LLM_MODEL_URI
+from tests.support.llm_topology import desired, llmisvc_spec, settings
 
 HF = settings(hf_token_secret_name="hf-token")
 
@@ -16,7 +17,7 @@ def test_minimal_instance() -> None:
     assert obj["apiVersion"] == "serving.kserve.io/v1alpha2"
     assert obj["metadata"] == {"name": "chat"}
     assert obj["spec"] == {
-        "model": {"uri": MODEL_URI, "name": "chat"},
+        "model": {"uri": LLM_MODEL_URI, "name": "chat"},
         "labels": {
             "core.openeverest.io/instance": "chat",
             "core.openeverest.io/component": "llmEngine",

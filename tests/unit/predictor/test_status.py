@@ -10,8 +10,8 @@ from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.predictor.status import connection_details, predictor_status
 from provider.topologies.protocol import Catalogs, Observed, StatusInputs
-
-from .builders import READY_CONDITIONS, cond, instance, isvc, params
+from tests.support.instances import as_model, predictor_instance, predictor_parameters as params
+from tests.support.kserve_objects import ISVC_READY_CONDITIONS as READY_CONDITIONS, isvc, isvc_condition as cond
 
 TOPOLOGY = PredictorTopology()
 ADDRESS = "http://iris-predictor.models.svc.cluster.local"
@@ -32,7 +32,7 @@ def status_of(inst: Instance, observed: Observed) -> StatusReport:
 
 
 def test_no_inference_service_yet() -> None:
-    report = status_of(instance(), {})
+    report = status_of(as_model(predictor_instance()), {})
     assert report.phase is Phase.PROVISIONING
     assert report.message == "Waiting for InferenceService"
     assert report.conditions == ()
@@ -41,9 +41,9 @@ def test_no_inference_service_yet() -> None:
 
 def test_handler_looks_up_the_inference_service_by_instance_name() -> None:
     observed = {(INFERENCE_SERVICE, "iris"): isvc(conditions=READY_CONDITIONS, address=ADDRESS)}
-    assert status_of(instance(), observed).phase is Phase.READY
+    assert status_of(as_model(predictor_instance()), observed).phase is Phase.READY
     other = {(INFERENCE_SERVICE, "other"): isvc(name="other", conditions=READY_CONDITIONS)}
-    assert status_of(instance(), other).phase is Phase.PROVISIONING
+    assert status_of(as_model(predictor_instance()), other).phase is Phase.PROVISIONING
 
 
 def test_ready_with_cluster_address() -> None:
@@ -259,6 +259,6 @@ def test_connection_details_rejects_garbage(url: str) -> None:
 
 def test_status_does_not_depend_on_parameters() -> None:
     observed = {(INFERENCE_SERVICE, "iris"): isvc(model_status=NO_RUNTIME)}
-    a = status_of(instance(params(runtime="x")), observed)
-    b = status_of(instance(), observed)
+    a = status_of(as_model(predictor_instance(parameters=params(runtime="x"))), observed)
+    b = status_of(as_model(predictor_instance()), observed)
     assert a == b

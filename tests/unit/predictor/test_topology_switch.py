@@ -17,8 +17,7 @@ from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
-
-from .builders import instance_dict
+from tests.support.instances import predictor_instance
 
 SETTINGS = ProviderSettings()
 LLM_ENGINE = {
@@ -51,13 +50,13 @@ def test_provider_owns_both_topologies_kinds() -> None:
 
 
 def test_predictor_desires_no_llm_objects() -> None:
-    objects = provider().render(instance_dict(), catalogs=Catalogs())
+    objects = provider().render(predictor_instance(), catalogs=Catalogs())
     assert kinds_of(objects) == {"InferenceService"}
 
 
 def test_llm_desires_no_inference_service() -> None:
     """predictor → llm: the InferenceService is not desired any more, so the runtime prunes it."""
-    objects = provider().render(as_llm(instance_dict()), catalogs=Catalogs())
+    objects = provider().render(as_llm(predictor_instance()), catalogs=Catalogs())
     assert "LLMInferenceService" in kinds_of(objects)
     assert "InferenceService" not in kinds_of(objects)
 
@@ -65,8 +64,8 @@ def test_llm_desires_no_inference_service() -> None:
 def test_same_name_does_not_collide() -> None:
     """Both workloads are named after the Instance, but they are different kinds: pruning by
     (kind, name) removes the old one and leaves the new one."""
-    predictor_obj = provider().render(instance_dict(), catalogs=Catalogs())[0]
-    llm_objects = provider().render(as_llm(instance_dict()), catalogs=Catalogs())
+    predictor_obj = provider().render(predictor_instance(), catalogs=Catalogs())[0]
+    llm_objects = provider().render(as_llm(predictor_instance()), catalogs=Catalogs())
     llm_workload = next(o for o in llm_objects if o["kind"] == "LLMInferenceService")
     assert predictor_obj["metadata"]["name"] == llm_workload["metadata"]["name"] == "iris"
     assert predictor_obj["apiVersion"] == "serving.kserve.io/v1beta1"

@@ -11,8 +11,7 @@ from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
-
-from .builders import SKLEARN_URI, instance, params
+from tests.support.instances import SKLEARN_URI, as_model, predictor_instance, predictor_parameters as params
 
 TOPOLOGY = PredictorTopology()
 
@@ -23,7 +22,7 @@ def desired(inst: Instance) -> list[dict[str, Any]]:
 
 
 def render(parameters: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-    objects = desired(instance(parameters, **kwargs))
+    objects = desired(as_model(predictor_instance(parameters=parameters, **kwargs)))
     assert len(objects) == 1
     return objects[0]
 
@@ -185,11 +184,13 @@ def test_case_variant_keys_translate() -> None:
 
 def test_desired_validates() -> None:
     with pytest.raises(ValidationFailed):
-        desired(instance(params(modelFormat=None)))
+        render(params(modelFormat=None))
 
 
 def test_desired_is_pure() -> None:
-    inst = instance(params(minReplicas=1), component={"resources": {"limits": {"cpu": "1"}}})
+    inst = as_model(
+        predictor_instance(parameters=params(minReplicas=1), component={"resources": {"limits": {"cpu": "1"}}})
+    )
     before = inst.model_dump(by_alias=True)
     first = desired(inst)
     first[0]["spec"]["predictor"]["model"]["resources"]["limits"]["cpu"] = "99"

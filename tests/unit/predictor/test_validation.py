@@ -9,20 +9,23 @@ import pytest
 from actors.interface import ValidationFailed
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
-
-from .builders import SKLEARN_URI, instance, params
+from tests.support.instances import SKLEARN_URI, as_model, predictor_instance, predictor_parameters as params
 
 TOPOLOGY = PredictorTopology()
 
 
+def passes(parameters: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    TOPOLOGY.validate(as_model(predictor_instance(parameters=parameters, **kwargs)), Catalogs())
+
+
 def fails(parameters: dict[str, Any] | None = None, **kwargs: Any) -> str:
     with pytest.raises(ValidationFailed) as err:
-        TOPOLOGY.validate(instance(parameters, **kwargs), Catalogs())
+        passes(parameters, **kwargs)
     return err.value.message
 
 
 def test_valid_instance_passes() -> None:
-    TOPOLOGY.validate(instance(params(runtime="kserve-sklearnserver", minReplicas=0)), Catalogs())
+    passes(params(runtime="kserve-sklearnserver", minReplicas=0))
 
 
 def test_missing_component() -> None:
@@ -80,15 +83,15 @@ def test_component_replicas_greater_than_max() -> None:
 
 
 def test_min_replicas_overrides_replicas_in_the_max_check() -> None:
-    TOPOLOGY.validate(instance(params(minReplicas=1, maxReplicas=2), component={"replicas": 4}), Catalogs())
+    passes(params(minReplicas=1, maxReplicas=2), component={"replicas": 4})
 
 
 def test_max_zero_means_unset_and_passes() -> None:
-    TOPOLOGY.validate(instance(params(minReplicas=2, maxReplicas=0)), Catalogs())
+    passes(params(minReplicas=2, maxReplicas=0))
 
 
 def test_min_equal_max_passes() -> None:
-    TOPOLOGY.validate(instance(params(minReplicas=3, maxReplicas=3)), Catalogs())
+    passes(params(minReplicas=3, maxReplicas=3))
 
 
 @pytest.mark.parametrize(
@@ -108,7 +111,7 @@ def test_runtime_name_too_long() -> None:
 
 @pytest.mark.parametrize("runtime", ["kserve-sklearnserver", "kserve-mlserver", "team.runtime-1"])
 def test_runtime_name_valid(runtime: str) -> None:
-    TOPOLOGY.validate(instance(params(runtime=runtime)), Catalogs())
+    passes(params(runtime=runtime))
 
 
 def test_model_format_uppercase_rejected() -> None:
@@ -121,7 +124,7 @@ def test_model_format_uppercase_rejected() -> None:
 @pytest.mark.parametrize("fmt", ["sklearn", "xgboost", "huggingface", "my-custom_format.v2"])
 def test_model_format_any_lowercase_name_allowed(fmt: str) -> None:
     # A custom ServingRuntime may declare any format; a missing runtime is reported via status.
-    TOPOLOGY.validate(instance(params(modelFormat=fmt)), Catalogs())
+    passes(params(modelFormat=fmt))
 
 
 def test_runtime_version_must_be_an_image_tag() -> None:
@@ -166,7 +169,7 @@ def test_unknown_parameter() -> None:
 
 def test_keys_match_case_insensitively_like_go() -> None:
     raw = {"modelformat": "sklearn", "storageUri": SKLEARN_URI, "MINREPLICAS": 1}
-    TOPOLOGY.validate(instance(raw), Catalogs())
+    passes(raw)
 
 
 def test_same_parameter_twice_in_different_case() -> None:
@@ -175,7 +178,7 @@ def test_same_parameter_twice_in_different_case() -> None:
 
 
 def test_null_parameter_is_unset() -> None:
-    TOPOLOGY.validate(instance(params(runtime=None) | {"runtime": None, "maxReplicas": None}), Catalogs())
+    passes(params(runtime=None) | {"runtime": None, "maxReplicas": None})
 
 
 def test_go_rule_order_min_replicas_negative_before_type_errors() -> None:

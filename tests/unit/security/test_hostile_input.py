@@ -12,18 +12,19 @@ from actors.cache.limits import InstanceLimits
 from actors.interface import ValidationFailed
 from provider.kserve import KServeProvider
 from provider.model.settings import ProviderSettings
-from tests.unit.llm.builders import CATALOG, instance_dict
+from tests.support.instances import llm_instance
+from tests.support.llm_topology import CATALOG
 
 PROVIDER = KServeProvider(ProviderSettings())
 LONG_NAME = "a" * 64
 
 
 def llm(engine: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-    return instance_dict(engine, **kwargs)
+    return llm_instance(engine=engine, **kwargs)
 
 
 def predictor(params: dict[str, Any] | None = None, component: dict[str, Any] | None = None) -> dict[str, Any]:
-    obj = instance_dict(topology_type="predictor", with_component=False)
+    obj = llm_instance(topology_type="predictor", with_component=False)
     obj["spec"]["components"] = {
         "predictor": {
             "type": "modelServer",
@@ -90,7 +91,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("serviceAccountName in prefill", config("prefill:\n  template: {serviceAccountName: admin}\n"), "llmEngine.parameters.config.prefill.template.serviceAccountName: choosing the pod's ServiceAccount is not allowed"),
     ("Secret volume in the scheduler", config("router:\n  scheduler:\n    template:\n      volumes: [{name: s, secret: {secretName: db}}]\n"), "llmEngine.parameters.config.router.scheduler.template.volumes[0].secret: referencing Secrets is not allowed"),
     ("runAsUser 0 in config", config("template:\n  securityContext: {runAsUser: 0}\n"), "llmEngine.parameters.config.template.securityContext.runAsUser: running as user 0 (root) is not allowed"),
-    ("unknown topology", instance_dict(topology_type="bogus"), 'unsupported topology "bogus"'),
+    ("unknown topology", llm_instance(topology_type="bogus"), 'unsupported topology "bogus"'),
 ]  # fmt: skip
 
 

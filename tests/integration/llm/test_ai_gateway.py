@@ -1,0 +1,276 @@
+"""The Envoy AI Gateway integration through the real runtime, with the real Gateway API, Envoy AI
+Gateway and Envoy Gateway CRDs.
+
+KServe's real controllers run (the `kserve` fixture); no Envoy controller does: the test writes what
+Envoy would (the AIGatewayRoute's Accepted condition, the Gateway's address) through the status
+subresources.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
+from actors.contract import stamp
+from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
+from provider.kserve import Checked, KServeProvider, build_provider
+from provider.model import kinds
+from provider.model.kinds import GATEWAYS
+from provider.model.names import PROVIDER_NAME
+from provider.topologies.llm import status as llm_status
+from provider.topologies.protocol import Catalogs
+from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
+from tests.support.instances import llm_instance
+from tests.support.kserve import KServeCluster
+from tests.support.read_back import first_difference
+from tests.support.runtime import count_reconciles, idle, running_manager
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.kserve]
+
+NOW = "2026-01-01T00:00:00Z"
+
+GATEWAY = "gw"
+ADDRESS = "203.0.113.10"
+ROUTE = kinds.AI_GATEWAY_ROUTE
+POLICY = kinds.BACKEND_TRAFFIC_POLICY
+
+
+def gateway_env(namespace: str) -> dict[str, str]:
+    return {
+        "AI_GATEWAY_ENABLED": "true",
+        "AI_GATEWAY_NAME": GATEWAY,
+        "AI_GATEWAY_NAMESPACE": namespace,
+        "AI_GATEWAY_RATE_LIMIT_REDIS_URL": "redis://redis:6379",
+    }
+
+
+def gateway(namespace: str) -> KubeObject:
+    return {
+        "apiVersion": GATEWAYS.api_version,
+        "kind": GATEWAYS.kind,
+        "metadata": {"name": GATEWAY, "namespace": namespace},
+        "spec": {
+            "gatewayClassName": "envoy-ai-gateway",
+            "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}],
+        },
+    }
+
+
+async def accept_route(kube: KubeClient, namespace: str, name: str) -> None:
+    """Play the Envoy AI Gateway controller: the route is Accepted (for its current generation)."""
+    route = await kube.get(ROUTE, namespace, name)
+    assert route is not None
+    condition = {
+        "type": "Accepted",
+        "status": "True",
+        "reason": "Accepted",
+        "message": "Route accepted",
+        "lastTransitionTime": NOW,
+        "observedGeneration": route["metadata"]["generation"],
+    }
+    await kube.patch(ROUTE, namespace, name, {"status": {"conditions": [condition]}}, subresource="status")
+
+
+async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
+    kserve: KServeCluster, kserve_namespace: str
+) -> None:
+    """Route and quota policy for the opted-in Instances only, read back as sent; the Gateway's new
+    address reaches their `<name>-conn` in one reconcile each, the ClusterIP Instance untouched;
+    leaving the AI Gateway deletes the route and policy; a restart without the rate-limit Redis
+    deletes the policy, and does not flip Ready Instances while the Gateway is first listed."""
+    kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
+    env = gateway_env(namespace)
+    await kube.create(GATEWAYS, gateway(namespace))
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    provider, shared = build_provider(env, client)
+    opted_in = {
+        "alpha": llm_instance(
+            "alpha",
+            namespace,
+            on_cluster=True,
+            topology={"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 5000},
+        ),
+        "beta": llm_instance("beta", namespace, on_cluster=True, topology={"externalAccess": "EnvoyAIGateway"}),
+    }
+    plain = llm_instance("gamma", namespace, on_cluster=True, topology={"externalAccess": "ClusterIP"})
+
+    async def get(resource: Resource, name: str) -> KubeObject | None:
+        return await kube.get(resource, namespace, name)
+
+    def present(resource: Resource, name: str) -> Callable[[], Awaitable[KubeObject | None]]:
+        return lambda: get(resource, name)
+
+    async with running_manager(controlplane, provider, namespace, shared=shared, client=client) as (manager, requests):
+        created = {name: await kube.create(INSTANCES, body) for name, body in {**opted_in, "gamma": plain}.items()}
+
+        # Route and quota policy for the opted-in Instances only, as rendered.
+        for name in opted_in:
+            instance = created[name]
+            wanted = {
+                o["kind"]: stamp(o, instance, PROVIDER_NAME)
+                for o in provider.render(instance, catalogs=Catalogs())
+                if o["kind"] in (ROUTE.kind, POLICY.kind)
+            }
+            for resource, obj_name in ((ROUTE, f"{name}-ai-gateway"), (POLICY, f"{name}-token-limit")):
+                got = await wait_for(present(resource, obj_name))
+                sent = {k: v for k, v in wanted[resource.kind].items() if k not in ("apiVersion", "kind")}
+                problem = first_difference(sent, got)
+                assert problem is None, f"{resource.kind}/{obj_name}: {problem}"
+        await wait_for(present(kinds.LLM_INFERENCE_SERVICE, "gamma"))
+        assert await get(ROUTE, "gamma-ai-gateway") is None
+        assert await get(POLICY, "gamma-token-limit") is None
+        alpha_policy = await get(POLICY, "alpha-token-limit")
+        beta_policy = await get(POLICY, "beta-token-limit")
+        assert alpha_policy is not None and beta_policy is not None
+        assert alpha_policy["spec"]["rateLimit"]["global"]["rules"][0]["limit"] == {"requests": 5000, "unit": "Hour"}
+        assert beta_policy["spec"]["rateLimit"]["global"]["rules"][0]["limit"] == {"requests": 1000, "unit": "Hour"}
+        route = await get(ROUTE, "alpha-ai-gateway")
+        assert route is not None
+        assert route["spec"]["parentRefs"][0]["name"] == GATEWAY
+        assert route["spec"]["rules"][0]["backendRefs"][0]["name"] == "alpha-inference-pool"
+
+        # KServe serves all three; Envoy accepts both routes. The Gateway has no address yet.
+        for name in created:
+            await wait_for(present(kinds.LLM_INFERENCE_SERVICE, name))
+        for name in opted_in:
+            await accept_route(kube, namespace, name + "-ai-gateway")
+        for name in opted_in:
+            status = await wait_phase(kube, namespace, name, "Provisioning", llm_status.WAITING_GATEWAY_ADDRESS)
+            assert conditions_of(status)[llm_status.AI_GATEWAY_ROUTE]["status"] == "True"
+        await wait_phase(kube, namespace, "gamma", "Ready")
+        gamma_secret = await connection_secret(kube, namespace, "gamma")
+        assert gamma_secret["uri"] == f"{workload_url('gamma', namespace)}:8000"
+
+        await wait_for(idle(manager))
+        reconciles = count_reconciles(manager)
+        before = Counter(requests)
+
+        # Envoy Gateway gives the Gateway its address.
+        await kube.patch(
+            GATEWAYS,
+            namespace,
+            GATEWAY,
+            {"status": {"addresses": [{"type": "IPAddress", "value": ADDRESS}]}},
+            subresource="status",
+        )
+
+        async def published() -> bool:
+            uris = [(await connection_secret(kube, namespace, name)).get("uri") for name in opted_in]
+            return uris == [f"http://{ADDRESS}"] * len(opted_in)
+
+        await wait_for(published, timeout=30)
+        await wait_for(idle(manager))
+        per_instance = {name: reconciles[f"{namespace}/{name}"] for name in created}
+        writes = Counter(requests)
+        writes.subtract(before)
+        print(f"reconciles after the Gateway address write: {per_instance}; requests: {dict(+writes)}")
+        # One reconcile each carries the address (a second only if an unrelated poll fell in between).
+        assert 1 <= per_instance["alpha"] <= 2
+        assert 1 <= per_instance["beta"] <= 2
+        assert per_instance["gamma"] == 0  # not opted in: not woken
+        assert await connection_secret(kube, namespace, "gamma") == gamma_secret
+
+        for name in opted_in:
+            status = await wait_phase(kube, namespace, name, "Ready")
+            assert (await connection_secret(kube, namespace, name)) == {
+                "type": "kserve-ai-gateway",
+                "provider": PROVIDER_NAME,
+                "host": ADDRESS,
+                "port": "80",
+                "uri": f"http://{ADDRESS}",
+            }
+        token = conditions_of(await wait_phase(kube, namespace, "alpha", "Ready"))[llm_status.TOKEN_LIMIT]
+        assert (token["status"], token["reason"]) == ("True", "Enforced")
+
+        # beta leaves the AI Gateway: its route and quota go, its details fall back in-cluster.
+        await kube.patch(
+            INSTANCES, namespace, "beta", {"spec": {"topology": {"parameters": {"externalAccess": "ClusterIP"}}}}
+        )
+
+        async def beta_left() -> bool:
+            return await get(ROUTE, "beta-ai-gateway") is None and await get(POLICY, "beta-token-limit") is None
+
+        await wait_for(beta_left)
+
+        async def beta_in_cluster() -> bool:
+            uri = (await connection_secret(kube, namespace, "beta")).get("uri")
+            return uri == f"{workload_url('beta', namespace)}:8000"
+
+        await wait_for(beta_in_cluster)
+
+        # The status is written after the connection Secret in the same pass: wait for it, not just
+        # for Ready (which beta already was).
+        await wait_status(
+            kube,
+            namespace,
+            "beta",
+            lambda s: s.get("phase") == "Ready" and llm_status.AI_GATEWAY_ROUTE not in conditions_of(s),
+            "Ready without its AI Gateway route",
+        )
+        llmisvc = await get(kinds.LLM_INFERENCE_SERVICE, "beta")
+        assert llmisvc is not None
+        assert {"name": "kserve-config-llm-scheduler"} not in (llmisvc["spec"].get("baseRefs") or [])
+        # alpha keeps its route.
+        assert await get(ROUTE, "alpha-ai-gateway") is not None
+        assert await get(POLICY, "alpha-token-limit") is not None
+
+    # The chart drops the rate-limit Redis (a restarted provider): the quota policy goes, since it
+    # would not be enforced; the route stays and the Instance says why the quota is gone.
+    env = {k: v for k, v in gateway_env(namespace).items() if k != "AI_GATEWAY_RATE_LIMIT_REDIS_URL"}
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    provider, shared = build_provider(env, client)
+    # A restart must not flip a Ready Instance to "Waiting for Envoy AI Gateway address" while the
+    # Gateway's first list is still on its way (made slow here to show it).
+    reports = spy_status(provider, "alpha")
+    slow_gateway_list(client, seconds=2.0)
+    async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
+
+        async def policy_dropped() -> bool:
+            return await get(POLICY, "alpha-token-limit") is None
+
+        await wait_for(policy_dropped)
+        assert await get(ROUTE, "alpha-ai-gateway") is not None
+
+        async def quota_unenforced() -> dict[str, Any] | None:
+            status = await wait_phase(kube, namespace, "alpha", "Ready")
+            token = conditions_of(status).get(llm_status.TOKEN_LIMIT) or {}
+            return token if token.get("reason") == "RateLimitBackendNotConfigured" else None
+
+        token = await wait_for(quota_unenforced)
+        assert token["status"] == "False"
+        assert (await connection_secret(kube, namespace, "alpha"))["uri"] == f"http://{ADDRESS}"
+        assert reports and all(report == "Ready: " for report in reports), reports
+
+
+def spy_status(provider: KServeProvider, name: str) -> list[str]:
+    """Every status report of Instance `name`, as "phase: message" (wraps the provider's status)."""
+    reports: list[str] = []
+    inner = provider.status
+
+    async def status(ctx: ReconcileContext, valid: Checked) -> StatusReport:
+        report = await inner(ctx, valid)
+        if ctx.instance["metadata"]["name"] == name:
+            reports.append(f"{report.phase}: {report.message}")
+        return report
+
+    provider.status = status  # type: ignore[method-assign]
+    return reports
+
+
+def slow_gateway_list(client: KubeClient, seconds: float) -> None:
+    """Delay the client's lists of Gateways (the AI Gateway actor's informer) by `seconds`."""
+    inner = client.list_all
+
+    async def list_all(res: Resource, namespace: str | None = None, **kwargs: Any) -> tuple[list[KubeObject], str]:
+        if res == GATEWAYS:
+            await anyio.sleep(seconds)
+        return await inner(res, namespace, **kwargs)
+
+    client.list_all = list_all  # type: ignore[method-assign]

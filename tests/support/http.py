@@ -1,0 +1,29 @@
+"""Plain HTTP(S) GETs of the provider's endpoints (metrics, health, validation), as a scraper sends them."""
+
+from __future__ import annotations
+
+import ssl
+import urllib.error
+import urllib.request
+
+import anyio
+
+
+def http_get(url: str, token: str | None = None, insecure: bool = False) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    context = None
+    if url.startswith("https"):
+        context = ssl.create_default_context()
+        if insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10, context=context) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+async def fetch(url: str, token: str | None = None, insecure: bool = False) -> tuple[int, str]:
+    """http_get off the event loop: the provider under test may serve from this very loop."""
+    return await anyio.to_thread.run_sync(lambda: http_get(url, token, insecure))

@@ -1,0 +1,288 @@
+"""The Instance reconciler's branches in-process: the real reconciler, applier, status writer and
+finalizer over an in-process API server (tests.support.fake_kube) and the null provider, and the
+actor system on the fake clock where the question is when a pass runs again. Milliseconds each.
+
+- a derived name taken by a foreign object: NameClash, Failed, looked at again after NAME_CLASH_RETRY;
+- a kind no longer served: the `not_served` callback, and an immediate second pass;
+- the API server failing a sync: a Ready Instance keeps its phase;
+- a conflict on the finalizer patch: a failed pass that writes no status;
+- version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
+  bad input, runs once in an hour of fake time; a Provider not known yet is retried with backoff;
+- a status the API server refuses (422): the minimal status is written instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from actors.apply.applier import Applier
+from actors.apply.write_ledger import WriteLedger
+from actors.cache.owned_index import OwnedIndex
+from actors.client import ApiError, KubeClient
+from actors.client.known_resources import INSTANCES, SECRETS
+from actors.contract import FINALIZER, LABEL_PROVIDER
+from actors.interface import KubeObject, Resource
+from actors.manager.options import ManagerOptions
+from actors.observe.metrics import RuntimeMetrics
+from actors.queue.actor_system import Action, ActorSystem
+from actors.reconcile.reconciler import NAME_CLASH_RETRY, InstanceReconciler, RuntimeConfig
+from actors.status.writer import StatusWriter
+from tests.support.clock import FakeClock
+from tests.support.fake_kube import FakeKube, api_error
+from tests.support.instances import null_instance
+from tests.support.null_provider import CONFIGMAPS, NullProvider
+from tests.support.runtime import system_running
+
+NAMESPACE = "ns"
+KEY = f"{NAMESPACE}/a"
+PROVIDER = NullProvider()
+BUNDLES: KubeObject = {"spec": {"versions": [{"name": "1.0", "default": True, "components": {}}]}}
+
+
+@dataclass
+class Runtime:
+    """The reconciler wired as the Manager wires it, over a fake API server."""
+
+    kube: FakeKube = field(default_factory=FakeKube)
+    providers: dict[str, KubeObject] = field(default_factory=dict)
+    not_served: list[Resource] = field(default_factory=list)
+    reconciler: InstanceReconciler = field(init=False)
+
+    def __post_init__(self) -> None:
+        client = cast(KubeClient, self.kube)
+        owned = [*PROVIDER.owned_resources(), SECRETS]
+        index = OwnedIndex()
+        applier = Applier(
+            client,
+            index,
+            WriteLedger(),
+            field_manager=PROVIDER.name,
+            provider_name=PROVIDER.name,
+            intent_annotation=f"{PROVIDER.annotation_domain}/applied-intent",
+            resources=owned,
+            unpruned=frozenset({SECRETS}),
+        )
+        self.reconciler = InstanceReconciler(
+            client=client,
+            provider=PROVIDER,
+            config=RuntimeConfig(
+                provider_name=PROVIDER.name,
+                field_manager=PROVIDER.name,
+                force_annotation=f"{PROVIDER.annotation_domain}/force-ownership",
+            ),
+            instances=self.kube.view(INSTANCES),
+            providers=self.providers,
+            index=index,
+            applier=applier,
+            status=StatusWriter(client, field_manager=PROVIDER.name),
+            available=lambda: frozenset(owned),
+            metrics=RuntimeMetrics(),
+            not_served=self.not_served.append,
+        )
+
+    def instance(self, **changes: Any) -> KubeObject:
+        """Instance `a`, as stored: created with `changes` to its spec, metadata and status."""
+        obj = null_instance("a", NAMESPACE, version=changes.pop("version", None))
+        obj["metadata"].update(changes.pop("metadata", {}))
+        obj.update(changes)
+        return self.kube.put(INSTANCES, obj)
+
+    def status(self) -> dict[str, Any]:
+        stored = self.kube.stored(INSTANCES, NAMESPACE, "a")
+        assert stored is not None
+        status: dict[str, Any] = stored.get("status") or {}
+        return status
+
+    def condition(self, type_: str) -> dict[str, Any]:
+        return next(c for c in self.status().get("conditions") or [] if c["type"] == type_)
+
+    def status_writes(self) -> int:
+        return len(self.kube.writes("replace", INSTANCES, "status"))
+
+
+OURS = {"finalizers": [FINALIZER], "labels": {LABEL_PROVIDER: PROVIDER.name}}
+
+
+def not_served_answer() -> ApiError:
+    """What the API server answers a write to a resource it no longer serves: 404 without a Status."""
+    return ApiError(status=404, reason="", message="404 page not found", body={})
+
+
+async def runs_over(runtime: Runtime, seconds: float, until: Callable[[int], bool]) -> list[float]:
+    """The times (on a fake clock) the actor system runs the reconciler for KEY within `seconds`,
+    after waiting on the fake clock until `until(runs)` holds."""
+    clock = FakeClock()
+    times: list[float] = []
+
+    async def reconcile(key: str) -> Action:
+        times.append(clock.now())
+        return await runtime.reconciler(key)
+
+    options = ManagerOptions()
+    system = ActorSystem(
+        reconcile,
+        limiter=options.rate_limiter(clock),
+        max_concurrent=options.max_concurrent,
+        idle_timeout=10.0,
+        clock=clock,
+    )
+    async with system_running(system):
+        system.notify(KEY)
+        await clock.until(lambda: until(len(times)), timeout=seconds)
+        await clock.advance(seconds - clock.now())
+    return times
+
+
+async def test_a_first_pass_takes_the_instance_to_ready() -> None:
+    """The baseline the other cases depart from: finalizer and label, the ConfigMap, the
+    connection Secret, a Ready status."""
+    runtime = Runtime()
+    runtime.instance()
+    assert await runtime.reconciler(KEY) == Action()
+    stored = runtime.kube.stored(INSTANCES, NAMESPACE, "a")
+    assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]
+    assert stored["metadata"]["labels"] == {LABEL_PROVIDER: PROVIDER.name}
+    assert runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm") is not None
+    assert runtime.kube.stored(SECRETS, NAMESPACE, "a-conn") is not None
+    assert runtime.status()["phase"] == "Ready"
+    assert (runtime.condition("Synced")["status"], runtime.condition("Valid")["status"]) == ("True", "True")
+
+
+async def test_a_derived_name_taken_by_a_foreign_object_is_a_name_clash() -> None:
+    runtime = Runtime()
+    runtime.instance()
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "other", "uid": "u-9", "controller": True}
+    foreign = {"metadata": {"name": "a-cm", "namespace": NAMESPACE, "ownerReferences": [owner]}, "data": {"x": "1"}}
+    runtime.kube.put(CONFIGMAPS, foreign)
+    assert await runtime.reconciler(KEY) == Action(requeue_after=NAME_CLASH_RETRY)
+    assert runtime.status()["phase"] == "Failed"
+    assert runtime.status()["message"].startswith(
+        f"ConfigMap {NAMESPACE}/a-cm already exists and is controlled by Deployment other; the provider does not adopt"
+    )
+    synced = runtime.condition("Synced")
+    assert (synced["status"], synced["reason"]) == ("False", "NameClash")
+    assert runtime.kube.writes("apply", CONFIGMAPS) == []  # never applied to, forced or deleted
+    kept = runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm")
+    assert kept is not None and kept["data"] == {"x": "1"} and kept["metadata"]["ownerReferences"] == [owner]
+
+
+async def test_a_name_clash_is_looked_at_again_after_name_clash_retry_not_before() -> None:
+    """Foreign objects are not watched, so nothing else says when the name is free."""
+    runtime = Runtime()
+    runtime.instance()
+    runtime.kube.put(CONFIGMAPS, {"metadata": {"name": "a-cm", "namespace": NAMESPACE}})
+    times = await runs_over(runtime, 3 * NAME_CLASH_RETRY + 1, lambda runs: runs >= 4)
+    assert len(times) == 4
+    assert [round(b - a, 3) for a, b in itertools.pairwise(times)] == [NAME_CLASH_RETRY] * 3
+
+
+async def test_a_kind_no_longer_served_is_reported_and_the_pass_runs_again_at_once() -> None:
+    runtime = Runtime()
+    runtime.instance(metadata=OURS)
+    runtime.kube.fail("apply", not_served_answer(), resource=CONFIGMAPS)
+    assert await runtime.reconciler(KEY) == Action(requeue_after=0.0)
+    assert runtime.not_served == [CONFIGMAPS]
+    assert runtime.status_writes() == 0  # the next pass reports it, in the provider's words
+
+
+async def test_an_api_error_during_sync_keeps_a_ready_instance_ready() -> None:
+    runtime = Runtime()
+    runtime.instance(metadata=OURS, status={"phase": "Ready", "message": ""})
+    runtime.kube.fail("apply", api_error(500, "InternalError", "etcdserver: leader changed"), resource=CONFIGMAPS)
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status()["phase"] == "Ready"
+    assert runtime.status()["message"] == "sync failed: 500 InternalError: etcdserver: leader changed"
+    synced = runtime.condition("Synced")
+    assert (synced["status"], synced["reason"]) == ("False", "ApplyFailed")
+
+
+async def test_an_api_error_during_the_first_sync_is_provisioning() -> None:
+    """The contrast: with no phase to keep, the same error says Provisioning."""
+    runtime = Runtime()
+    runtime.instance(metadata=OURS)
+    runtime.kube.fail("apply", api_error(500, "InternalError", "etcdserver: leader changed"), resource=CONFIGMAPS)
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status()["phase"] == "Provisioning"
+
+
+async def test_a_conflict_on_the_finalizer_patch_fails_the_pass_and_writes_no_status() -> None:
+    runtime = Runtime()
+    runtime.instance()
+    runtime.kube.fail("patch", api_error(409, "Conflict", "the object has been modified"), resource=INSTANCES)
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status_writes() == 0
+    assert runtime.kube.writes("apply", CONFIGMAPS) == []
+    stored = runtime.kube.stored(INSTANCES, NAMESPACE, "a")
+    assert stored is not None and "finalizers" not in stored["metadata"]
+
+
+async def test_a_stale_copy_is_the_same_conflict() -> None:
+    """The fake's own precondition, not an injected error: the Instance changed since it was read."""
+    runtime = Runtime()
+    runtime.instance()
+    stale = runtime.kube.view(INSTANCES)[KEY]
+    runtime.kube.put(INSTANCES, {**stale, "metadata": {**stale["metadata"], "annotations": {"edited": "yes"}}})
+    runtime.reconciler.instances = {KEY: stale}  # the informer has not seen the edit yet
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status_writes() == 0
+
+
+async def test_an_undefined_version_fails_with_the_go_runtimes_message_and_is_not_retried() -> None:
+    runtime = Runtime(providers={PROVIDER.name: BUNDLES})
+    runtime.instance(version="2.0")
+    assert await runtime.reconciler(KEY) == Action()
+    assert runtime.status()["phase"] == "Failed"
+    assert runtime.status()["message"] == f'version "2.0" is not defined by provider "{PROVIDER.name}"'
+    valid = runtime.condition("Valid")
+    assert (valid["status"], valid["reason"]) == ("False", "ValidationFailed")
+    assert runtime.kube.writes("apply", CONFIGMAPS) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"version": "2.0"}, f'version "2.0" is not defined by provider "{PROVIDER.name}"'),
+        ({"spec": null_instance("a", NAMESPACE, size="big")["spec"]}, "topology.parameters.size: Input"),
+    ],
+    ids=["undefined version", "invalid parameter"],
+)
+async def test_bad_input_runs_once_in_an_hour(changes: dict[str, Any], message: str) -> None:
+    """No retry storm: the next spec change (a watch event) or a Provider change runs it again."""
+    runtime = Runtime(providers={PROVIDER.name: BUNDLES})
+    runtime.instance(**changes)
+    times = await runs_over(runtime, 3600.0, lambda runs: runs >= 1)
+    assert times == [0.0]
+    assert runtime.status()["phase"] == "Failed" and runtime.status()["message"].startswith(message)
+
+
+async def test_a_version_awaiting_its_provider_is_retried_with_backoff() -> None:
+    runtime = Runtime()
+    runtime.instance(version="1.0")
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status()["phase"] == "Failed"
+    assert runtime.status()["message"] == (
+        f'fetching provider for version validation: providers.core.openeverest.io "{PROVIDER.name}" not found'
+    )
+    # The actor system retries it, each gap longer than the last (the rate limiter's backoff).
+    times = await runs_over(runtime, 1.0, lambda runs: runs >= 5)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(times) >= 5 and all(later > earlier for earlier, later in itertools.pairwise(gaps))
+
+
+async def test_a_status_the_api_server_refuses_is_replaced_by_the_minimal_one() -> None:
+    runtime = Runtime()
+    runtime.instance(metadata=OURS)
+    refusal = api_error(422, "Invalid", "status.conditions[0].reason: Invalid value")
+    runtime.kube.fail("replace", refusal, resource=INSTANCES, subresource="status")
+    assert await runtime.reconciler(KEY) == Action()
+    assert runtime.status_writes() == 2
+    assert runtime.status() == {
+        "phase": "Ready",
+        "message": " (the full status was rejected by the API server: 422 Invalid: "
+        "status.conditions[0].reason: Invalid value)",
+    }

@@ -1,0 +1,48 @@
+"""tests.support.waiting: the first truthy answer ends the wait; a timeout says what was awaited and
+what was last seen."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tests.support.waiting import NotYet, WaitTimedOut, wait_for, wait_for_sync
+
+
+async def test_the_first_truthy_answer_is_returned() -> None:
+    answers = iter([None, NotYet("one"), {}, {"phase": "Ready"}])
+
+    async def probe() -> dict[str, str] | NotYet | None:
+        return next(answers)
+
+    assert await wait_for(probe, interval=0) == {"phase": "Ready"}
+
+
+async def test_a_timeout_names_what_was_awaited_and_the_last_answer() -> None:
+    count = itertools.count()
+
+    async def probe() -> NotYet:
+        return NotYet({"phase": "Provisioning", "seen": next(count)})
+
+    with pytest.raises(WaitTimedOut) as failed:
+        await wait_for(probe, what="the Instance Ready", timeout=0.05, interval=0.01)
+    message = str(failed.value)
+    assert message.startswith("timed out after 0.05 s waiting for the Instance Ready; last seen: ")
+    assert "'phase': 'Provisioning'" in message
+    assert isinstance(failed.value, AssertionError)  # a failed test, not an error
+
+
+async def test_without_a_name_the_probe_names_the_wait() -> None:
+    async def instance_ready() -> bool:
+        return False
+
+    with pytest.raises(WaitTimedOut, match=r"waiting for .*instance_ready; last seen: False$"):
+        await wait_for(instance_ready, timeout=0.02, interval=0.01)
+
+
+def test_the_sync_version_has_the_same_signature_and_message() -> None:
+    answers = iter([False, False, "found"])
+    assert wait_for_sync(lambda: next(answers), interval=0) == "found"
+    with pytest.raises(WaitTimedOut, match=r"^timed out after 0.02 s waiting for the pod gone; last seen: \['p'\]$"):
+        wait_for_sync(lambda: NotYet(["p"]), what="the pod gone", timeout=0.02, interval=0.01)
