@@ -102,7 +102,8 @@ async def convergence(
         cond = condition(instance, type_)
         if cond is None or cond.get("status") != "True" or cond.get("observedGeneration") != generation:
             result.problems.append(f"{type_} is {cond}")
-    desired = (provider or kserve_provider()).render(instance, catalogs=Catalogs())
+    kserve = provider or kserve_provider()
+    desired = kserve.render(instance, catalogs=Catalogs())
     wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
     by_kind = {r.kind: r for r in OWNED}
     for obj in desired:
@@ -113,8 +114,15 @@ async def convergence(
             result.problems.append(f"{obj['kind']}/{obj['metadata']['name']} not owned")
         elif not matches(live, obj):
             result.problems.append(f"{obj['kind']}/{obj['metadata']['name']} differs from what we render")
+    # Ours: our labels for this Instance and a name the provider derives for it. Objects labelled
+    # like ours under another name are someone else's, which the provider leaves alone.
     mine = [o for o in await inventory(kube, namespace) if kinds_of([o], name)]
-    extra = {(o["kind"], o["metadata"]["name"]) for o in mine if o["kind"] != "Secret"} - wanted
+    derived = {
+        (o["kind"], o["metadata"]["name"])
+        for o in mine
+        if o["kind"] != "Secret" and kserve.derives(name, by_kind[o["kind"]], o["metadata"]["name"])
+    }
+    extra = derived - wanted
     if extra:
         result.problems.append(f"not desired but present: {sorted(extra)}")
     return result

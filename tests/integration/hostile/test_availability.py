@@ -160,6 +160,11 @@ async def test_objects_nested_1000_deep_of_every_watched_kind_do_not_take_the_pr
         await kube.create(INSTANCES, llm_instance("after", namespace, on_cluster=True))
         await wait_converged(kube, namespace, ["ok", "after"])
         assert provider.alive()
+        # Labelled like ours and owned by "ok", but under names the provider never derives: someone
+        # else's, left in place (docs/ownership.md).
+        for resource in OWNED:
+            if stored.get(resource.kind):
+                assert await kube.get(resource, namespace, f"deep-{resource.kind.lower()}") is not None, resource
         await provider.kill()
         await provider.start()
         await kube.create(INSTANCES, llm_instance("after-restart", namespace, on_cluster=True))
