@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
+import resource
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -27,12 +29,18 @@ class ProviderProcess:
     env: dict[str, str] = field(default_factory=dict)
     # More `run` flags, after the defaults (so a later `--health-port N` wins).
     args: list[str] = field(default_factory=list)
+    # The process's file-descriptor limit (RLIMIT_NOFILE), when not the test's own.
+    nofile: int | None = None
     process: asyncio.subprocess.Process | None = None
     starts: int = 0
 
     async def start(self) -> None:
         assert self.process is None, "already running"
         env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+        # PROVIDER_SRC: another checkout's src/ (e.g. a `git worktree` of an older commit) runs in
+        # place of this one's, for before/after figures of the same test.
+        if os.environ.get("PROVIDER_SRC"):
+            env["PYTHONPATH"] = os.environ["PROVIDER_SRC"]
         env.update(self.env)
         with self.log.open("ab") as sink:
             self.process = await asyncio.create_subprocess_exec(
@@ -54,6 +62,7 @@ class ProviderProcess:
                 stdout=sink,
                 stderr=asyncio.subprocess.STDOUT,
                 env=env,
+                preexec_fn=None if self.nofile is None else functools.partial(_limit_files, self.nofile),
             )
         self.starts += 1
 
@@ -72,6 +81,10 @@ class ProviderProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.returncode is None
+
+
+def _limit_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 def write_kubeconfig(controlplane: Any, path: Path, server: str | None = None) -> Path:
