@@ -47,7 +47,7 @@ kserve-binaries: binaries
 ## demo: a local cluster with the real KServe controllers, the CRDs, the provider, examples/ applied;
 ## prints each Instance going Provisioning -> Ready, then the objects and status
 demo: $(STAMP) kserve-binaries
-	$(BIN)/python dev/demo.py
+	$(BIN)/python dev/scripts/demo.py
 
 ## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd, and on the
 ## real KServe controllers)
@@ -72,12 +72,12 @@ $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 ## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
 demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
 	dev/build-controlplane.sh node >/dev/null
-	$(BIN)/python dev/demo_cluster.py $(DEMO_ARGS)
+	$(BIN)/python dev/scripts/demo_cluster.py $(DEMO_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench
 	$(BIN)/mypy
-	$(BIN)/lint-imports --no-cache
+	PYTHONPATH=dev $(BIN)/lint-imports --no-cache
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

@@ -3,7 +3,7 @@
     .venv/bin/python bench/scale.py [--sizes 1000 10000] [--topologies null llm predictor] [--steady N]
                                     [--contended] [--checkout DIR] [--out FILE.json] [--baseline FILE.json]
 
-Starts its own control plane (dev/controlplane.py), installs the CRDs and the Provider resource,
+Starts its own control plane (dev/plane), installs the CRDs and the Provider resource,
 and for each (topology, N) runs a fresh provider process watching its own namespace. Topology
 `null` is the same `provider-kserve run` process with the null provider (bench/null_process.py:
 one ConfigMap per Instance, Ready at once): the floor every other row is divided by.
@@ -51,7 +51,7 @@ from bench.scaling.workloads import WORKLOADS  # noqa: E402
 
 from actors.client import KubeClient  # noqa: E402
 from actors.client.known_resources import PROVIDERS  # noqa: E402
-from controlplane import ControlPlane  # noqa: E402
+from plane import ControlPlane  # noqa: E402
 
 
 async def publish_provider(kube: KubeClient) -> None:

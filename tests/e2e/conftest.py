@@ -22,8 +22,8 @@ import pytest_asyncio
 
 from cluster import host, snapshot
 from cluster.node import NodeCluster
-from controlplane import ControlPlaneError
 from kservestack import KServeStack
+from plane import ControlPlaneError
 from tests.support.helm import helm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from cluster import background, host, snapshot
-from controlplane import free_port, shared_dir
+from plane import free_port, shared_dir
 from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE, ROOT
 from tests.e2e.support import KSERVE_RESOURCE, POD_SELECTOR, ready, synced, wait_for
 from tests.e2e.tilt_support import Tilt, base_env, built, clean_copy, mark_log_line

@@ -22,7 +22,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
-from controlplane import install_crds, load_crds
+from plane import install_crds, load_crds
 from provider.model.kinds import LLM_INFERENCE_SERVICE
 from tests.integration.hostile_support import hostile_status, secret_text
 from tests.integration.test_conformance_support import (
