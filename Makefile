@@ -109,13 +109,14 @@ helm-lint: vendor-kserve-crds
 	$(HELM) lint charts/provider-kserve
 
 ## bench: the runtime alone, in-process; bench-scale: the real provider at 1000/10000 Instances beside
-## its null-provider floor, every target in one table; bench-profile: py-spy on the provider converging
-## 1000 llm Instances (the converge process's profile summarised)
+## its null-provider floor, every target in one table, the figures in bench-figures/ (docs/performance.md);
+## bench-profile: py-spy on the provider converging 1000 llm Instances (the converge process's profile
+## summarised)
 bench: $(STAMP) binaries
 	$(BIN)/python bench/converge_null.py 100 1000
 
 bench-scale: $(STAMP) binaries
-	$(BIN)/python bench/scale.py --out bench-results.json
+	$(BIN)/python bench/scale.py --out bench-results.json --figures bench-figures
 
 bench-profile: $(STAMP) binaries
 	rm -f bench-profile.*

@@ -124,11 +124,12 @@ def _percentiles(prefix: str, seconds: list[float]) -> dict[str, float]:
 
 async def spec_change_latency(
     kube: KubeClient, workload: Workload, namespace: str, samples: int, offset: int = 0, *, idle: bool = False
-) -> dict[str, float]:
-    """p50/p99 (ms) from an Instance spec change to the derived object showing it, one at a time;
-    with `idle`, each change waits for the previous one's status write, and the figures come also
-    for the latency's two parts: until the Instance's watch event (`api_`), and from there to the
-    derived object's (`provider_`)."""
+) -> dict[str, Any]:
+    """p50/p99 (ms) from an Instance spec change to the derived object showing it, one at a time,
+    and every latency (`samples_ms`, in the order sent, for the figures); with `idle`, each change
+    waits for the previous one's status write, and the figures come also for the latency's two
+    parts: until the Instance's watch event (`api_`), and from there to the derived object's
+    (`provider_`)."""
     latencies: list[float] = []
     parts: tuple[list[float], list[float]] = ([], [])
     async with AsyncExitStack() as stack:
@@ -157,7 +158,8 @@ async def spec_change_latency(
                     parts[1].append(shown_at - reached_at)
                 with anyio.move_on_after(SETTLE_CAP):
                     await reconciled.when(name_of(i), _generation(written))
-    result = _percentiles("", latencies)
+    result: dict[str, Any] = _percentiles("", latencies)
+    result["samples_ms"] = [round(1000 * s, 3) for s in latencies]
     if parts[0]:
         result.update(_percentiles("api_", parts[0]) | _percentiles("provider_", parts[1]))
     return result
