@@ -23,7 +23,7 @@ one ConfigMap per Instance, Ready at once): the floor every other row is divided
 `--contended` runs everything beside a CPU hog on every core. The API server runs with its watch
 cache, as in every real cluster; `--no-watch-cache` runs it without, as the tests' control plane
 does (each watcher then reads etcd: the Instance writes, their events and the bench's own watches
-cost the two cores more; the figures of notes before stop 26 were taken so). `--checkout DIR` runs
+cost the two cores more; docs/performance.md says which figures were taken so). `--checkout DIR` runs
 the provider from another checkout (e.g. a `git worktree` of an older commit) for before/after
 tables; `--out` saves the results and `--baseline` prints this run's figures as ratios to a saved
 run; BENCH_PROFILE=PREFIX samples each provider process with py-spy. Nothing here is a test: it

@@ -8,9 +8,8 @@ watchers (the provider's informer among them): each latency is then split into t
 part before the provider could see the change (the Instance write and its watch event) and the
 rest (the provider's reconcile, its apply, and that object's watch event). The same watch tells
 when the provider has written the Instance's status for the change, and the next change waits for
-it: "N idle" holds for every change, not just for the first. Sent back to back, each change met
-the previous one's status write on the API server (llm, 2 cores, watch cache off: the Instance-write
-leg's p50 6.1-6.6 ms back to back, 4.7-4.9 ms settled; the whole change's 11.9-12.8 and 10.3-10.9)."""
+it: "N idle" holds for every change, not just for the first (sent back to back, each change would
+meet the previous one's status write on the API server; docs/performance.md has what that cost)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from actors.interface import KubeObject
 # server, which shares the machine with the provider, so not more often).
 POLL = 1.0
 # Spec changes measured one at a time with the others idle: enough for the p99 to be the tenth
-# longest, not one of two or three outliers (200 gave a p99 that moved by ±5-10 ms between runs).
+# longest, not one of two or three outliers.
 IDLE_CHANGES = 1000
 
 
