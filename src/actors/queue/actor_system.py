@@ -8,8 +8,8 @@ not run yet do not get one: while every reconcile slot is taken, a key without a
 a backlog (a dict entry) and gets its actor when a slot frees, urgent keys (a user's change to an
 existing Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run
 scheduled beyond the idle timeout (a status poll, a long backoff) is parked as one heap entry
-served by a single timer task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog
-entries, not 5000 tasks. Bulk runs never take the last `reserved` slots: a user's change finds one
+served by a single timer task. A burst of new Instances thus costs one actor per slot and a
+backlog entry per other Instance, not a task each. Bulk runs never take the last `reserved` slots: a user's change finds one
 free even while a mass creation fills the others (which also keeps the API server's queue behind
 the bulk work that much shorter).
 
