@@ -47,7 +47,7 @@ kserve-binaries: binaries
 ## demo: a local cluster with the real KServe controllers, the CRDs, the provider, examples/ applied;
 ## prints each Instance going Provisioning -> Ready, then the objects and status
 demo: $(STAMP) kserve-binaries
-	$(BIN)/python dev/demo.py
+	$(BIN)/python dev/scripts/demo.py
 
 ## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd, and on the
 ## real KServe controllers)
@@ -72,12 +72,12 @@ $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 ## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
 demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
 	dev/build-controlplane.sh node >/dev/null
-	$(BIN)/python dev/demo_cluster.py $(DEMO_ARGS)
+	$(BIN)/python dev/scripts/demo_cluster.py $(DEMO_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench
 	$(BIN)/mypy
-	$(BIN)/lint-imports --no-cache
+	PYTHONPATH=dev $(BIN)/lint-imports --no-cache
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
@@ -109,13 +109,14 @@ helm-lint: vendor-kserve-crds
 	$(HELM) lint charts/provider-kserve
 
 ## bench: the runtime alone, in-process; bench-scale: the real provider at 1000/10000 Instances beside
-## its null-provider floor, every target in one table; bench-profile: py-spy on the provider converging
-## 1000 llm Instances (the converge process's profile summarised)
+## its null-provider floor, every target in one table, the figures in bench-figures/ (docs/performance.md);
+## bench-profile: py-spy on the provider converging 1000 llm Instances (the converge process's profile
+## summarised)
 bench: $(STAMP) binaries
 	$(BIN)/python bench/converge_null.py 100 1000
 
 bench-scale: $(STAMP) binaries
-	$(BIN)/python bench/scale.py --out bench-results.json
+	$(BIN)/python bench/scale.py --out bench-results.json --figures bench-figures
 
 bench-profile: $(STAMP) binaries
 	rm -f bench-profile.*

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/converge_null.py 100 1000
 
-Starts its own control plane (dev/controlplane.py) and runs the real Manager in-process. Reports
+Starts its own control plane (dev/plane) and runs the real Manager in-process. Reports
 Instances/s until every Instance is Ready, p50/p99 latency from the Instance's create response to
 the start of its first reconcile (event → reconcile), API requests per Instance by verb, and the
 process RSS (which includes the load generator's client; a few MiB).
@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "dev"), str(ROOT / "src")]
 from actors.client import KubeClient  # noqa: E402
 from actors.client.known_resources import INSTANCES  # noqa: E402
 from actors.interface import KubeObject, ReconcileContext  # noqa: E402
-from controlplane import NAMESPACE, ControlPlane  # noqa: E402
+from plane import NAMESPACE, ControlPlane  # noqa: E402
 from tests.support.instances import null_instance  # noqa: E402
 from tests.support.null_provider import NullProvider  # noqa: E402
 from tests.support.runtime import running_manager  # noqa: E402

@@ -1,8 +1,4 @@
-"""A real local Kubernetes control plane for tests and the demo: etcd + kube-apiserver (+ optionally
-kube-controller-manager running only the garbage-collector and namespace controllers).
-
-No kubelet, no scheduler: pods never run and LoadBalancer Services stay pending. Everything listens
-on 127.0.0.1 only, on free ports, with data, certificates and logs in a temporary directory.
+"""The local control plane (dev/plane) from the command line, with KServe's stack on request.
 
     .venv/bin/python dev/controlplane.py build  # locate or build the binaries, print their dir
     .venv/bin/python dev/controlplane.py up     # start, install CRDs, print `export KUBECONFIG=`
@@ -11,390 +7,92 @@ on 127.0.0.1 only, on free ports, with data, certificates and logs in a temporar
     ... up --kserve / check --kserve            # plus KServe's controllers, a scheduler and a kwok
                                                 # Node (dev/kservestack)
 
-Binaries come from `KUBEBUILDER_ASSETS` (the envtest convention) when set, else from
-dev/build-controlplane.sh, which builds them from Go modules once and caches them.
+A command, imported by no module: what it combines lives in dev/plane and dev/kservestack.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
-import shutil
-import signal
-import ssl
+import argparse
 import sys
-import tempfile
-import threading
-import time
-from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
-from actors.client import KubeClient
-from plane import commands, etcd
-from plane.binaries import _require_executables, crds_dir, find_binaries, shared_dir
-from plane.constants import (
-    _STOP_GRACE,
-    APISERVER,
-    BUILD_SCRIPT,
-    CONTROLLER_MANAGER,
-    CRD,
+import anyio
+
+from actors.client import ApiError, TransportError
+from kservestack import KSERVE_CONTROLLERS, KServeStack
+from plane import (
     DEFAULT_CONTROLLERS,
-    ETCD,
-    KUBERNETES_SERVICE_IP,
-    LLM_ISVC_CONFIG,
-    NAMESPACE,
-    REPO_ROOT,
-    SERVICE_CLUSTER_IP_RANGE,
+    ControlPlane,
     ControlPlaneError,
+    block_until_signal,
+    find_binaries,
+    format_rss,
 )
-from plane.crds import (
-    create_or_replace,
-    delete_crd,
-    ensure_namespace,
-    install_crds,
-    install_llm_presets,
-    load_crds,
-    retry_transient,
-    service_account_token,
-    transient,
-    wait_established,
-    wait_served,
-)
-from plane.identity import KeptIdentity, kept_identity, write_kubeconfig_file
-from plane.pki import _make_certs, _openssl
-from plane.processes import (
-    _WORKDIR_PREFIX,
-    _block_until_signal,
-    _exit_on_sigterm,
-    _format_rss,
-    _http_ok,
-    _live,
-    _live_lock,
-    _Process,
-    _sweep_orphaned_workdirs,
-    free_port,
-)
-from plane.supervision import Supervision
-
-# What the tests, the demos, the node mode (dev/cluster) and the benchmarks import from here.
-__all__ = [
-    "BUILD_SCRIPT",
-    "CRD",
-    "DEFAULT_CONTROLLERS",
-    "KUBERNETES_SERVICE_IP",
-    "LLM_ISVC_CONFIG",
-    "NAMESPACE",
-    "REPO_ROOT",
-    "SERVICE_CLUSTER_IP_RANGE",
-    "ControlPlane",
-    "ControlPlaneError",
-    "KeptIdentity",
-    "_Process",
-    "_block_until_signal",
-    "_format_rss",
-    "_http_ok",
-    "_openssl",
-    "_require_executables",
-    "crds_dir",
-    "create_or_replace",
-    "delete_crd",
-    "ensure_namespace",
-    "free_port",
-    "install_crds",
-    "install_llm_presets",
-    "kept_identity",
-    "load_crds",
-    "main",
-    "retry_transient",
-    "service_account_token",
-    "shared_dir",
-    "transient",
-    "wait_established",
-    "wait_served",
-    "write_kubeconfig_file",
-]
 
 
-@dataclass(eq=False)
-class ControlPlane(Supervision):
-    """etcd + kube-apiserver (+ kube-controller-manager) on 127.0.0.1.
+async def _start(plane: ControlPlane, args: argparse.Namespace) -> list[str]:
+    names = await plane.start_with_crds(exclude=args.exclude)
+    if args.kserve:
+        stack = await KServeStack(plane).start()
+        plane.timings.update({f"kserve {k}": v for k, v in stack.timings.items()})
+    return names
 
-    `start()` blocks until /readyz; the admin kubeconfig is `kubeconfig`. CRD helpers are async
-    (they use actors.client.KubeClient). `stop()` is idempotent and also runs at interpreter exit.
-    """
 
-    controller_manager: bool = True
-    # Off by default so that compact() alone makes a watch from an older resourceVersion fail
-    # with 410: the watch cache would answer it from memory (measured). Turn it on for realism
-    # (only the watch cache sends BOOKMARK events); then compact() needs restart_apiserver().
-    watch_cache: bool = False
-    keep_dir: bool = False
-    bin_dir: Path | None = None
-    # The address the API server binds, advertises and is reached at. On loopback nothing can route
-    # to the `kubernetes` Service, so its Endpoints are not reconciled; on a node-reachable address
-    # (dev/cluster's node mode) the default lease reconciler points the Service at it, as in a real
-    # cluster.
-    address: str = "127.0.0.1"
-    # kube-controller-manager's --controllers (("*",): every default controller).
-    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
-    # Off by default: nothing here runs pods, and the plugin needs the serviceaccount controller.
-    service_account_admission: bool = False
-    # ("Node", "RBAC") for a cluster with kubelets (identities in group system:nodes).
-    authorization_modes: tuple[str, ...] = ("RBAC",)
-    # More identities in the static token file: user name -> groups. Their tokens: user_tokens.
-    users: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    extra_apiserver_args: tuple[str, ...] = ()
-    # Keeps the API server's identity (port, CA and serving certificate, ServiceAccount keys, admin
-    # token and its kubeconfig) in this directory across starts, made there on first use: for a
-    # client that loads its kubeconfig once and outlives a restart, like Tilt. None: fresh per start.
-    identity_dir: Path | None = None
-    workdir: Path = field(init=False)
-    etcd_port: int = field(init=False, default=0)
-    apiserver_port: int = field(init=False, default=0)
-    controller_manager_port: int = field(init=False, default=0)
-    admin_token: str = field(init=False, default="")
-    user_tokens: dict[str, str] = field(init=False, default_factory=dict)
-    timings: dict[str, float] = field(init=False, default_factory=dict)
-    _procs: dict[str, _Process] = field(init=False, default_factory=dict)
-    _extra: dict[str, tuple[_Process, float]] = field(init=False, default_factory=dict)
-    _peaks: dict[str, int] = field(init=False, default_factory=dict)
-
-    # -- paths ------------------------------------------------------------------------------
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.workdir / "admin.kubeconfig"
-
-    @property
-    def ca_file(self) -> Path:
-        return self.workdir / "pki" / "ca.crt"
-
-    @property
-    def server(self) -> str:
-        return f"https://{self.address}:{self.apiserver_port}"
-
-    @property
-    def etcd_url(self) -> str:
-        return f"http://127.0.0.1:{self.etcd_port}"
-
-    # -- lifecycle --------------------------------------------------------------------------
-
-    def start(self, *, _defer_controller_manager: bool = False) -> ControlPlane:
-        """Start everything (binaries are located or built first). Raises ControlPlaneError with
-        the failing process's log tail; anything started is stopped again on failure."""
-        started = time.monotonic()
-        if self.bin_dir is None:
-            self.bin_dir = find_binaries(controller_manager=self.controller_manager)
-        else:
-            required = [ETCD, APISERVER] + ([CONTROLLER_MANAGER] if self.controller_manager else [])
-            _require_executables(self.bin_dir, required, "bin_dir")
-        self.timings["binaries"] = time.monotonic() - started
-        _sweep_orphaned_workdirs()
-        self.workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
-        (self.workdir / "owner.pid").write_text(str(os.getpid()))
-        with _live_lock:
-            _live.add(self)
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
-            signal.SIG_DFL,
-            None,
-        ):
-            signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        try:
-            self._prepare()
-            self._start_etcd()
-            self.start_apiserver()
-            if self.controller_manager and not _defer_controller_manager:
-                self.start_controller_manager()
-        except BaseException:
-            self.stop()
-            raise
-        self.timings["total_start"] = time.monotonic() - started
-        return self
-
-    async def start_with_crds(self, groups: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> list[str]:
-        """start(), install CRDs, and only then start the controller manager: its garbage
-        collector rediscovers the API on every new CRD, which slows installing by a third on 2
-        cores. Returns the installed CRD names."""
-        self.start(_defer_controller_manager=True)
-        try:
-            names = await self.install_crds(groups, exclude)
-            if self.controller_manager:
-                self.start_controller_manager()
-        except BaseException:
-            self.stop()
-            raise
-        return names
-
-    def stop(self) -> None:
-        """Stop every process (those added last first, then controller-manager, apiserver, etcd)
-        and remove the temp dir."""
-        self._stop_extra()
-        for name in (CONTROLLER_MANAGER, APISERVER, ETCD):
-            proc = self._procs.get(name)
-            if proc is not None:
-                self._sample_peak(proc)
-                proc.stop(_STOP_GRACE[name])
-        with _live_lock:
-            _live.discard(self)
-        workdir = getattr(self, "workdir", None)
-        if workdir is not None and not self.keep_dir:
-            shutil.rmtree(workdir, ignore_errors=True)
-        elif workdir is not None:
-            # Kept on purpose, so the next start must not sweep it as an orphan.
-            (workdir / "owner.pid").unlink(missing_ok=True)
-
-    def __enter__(self) -> ControlPlane:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _prepare(self) -> None:
-        self.etcd_port, peer_port = free_port(), free_port()
-        self.controller_manager_port = free_port()
-        if self.identity_dir is None:
-            self.apiserver_port = free_port()
-            _make_certs(self.workdir / "pki", self.address)
-            self.admin_token = secrets.token_hex(16)
-        else:
-            kept = kept_identity(self.identity_dir, self.address)
-            self.apiserver_port, self.admin_token = kept.port, kept.admin_token
-            shutil.copytree(self.identity_dir / "pki", self.workdir / "pki")
-        kcm_token = secrets.token_hex(16)
-        self.user_tokens = {user: secrets.token_hex(16) for user in self.users}
-        # A distinct user for the controller manager so its writes are attributable; it is in
-        # system:masters because the GC must delete any kind of object.
-        (self.workdir / "tokens.csv").write_text(
-            f"{self.admin_token},admin,admin,system:masters\n"
-            f"{kcm_token},system:kube-controller-manager,kcm,system:masters\n"
-            + "".join(
-                f'{self.user_tokens[user]},{user},{user},"{",".join(groups)}"\n' for user, groups in self.users.items()
-            )
-        )
-        self.write_kubeconfig(self.kubeconfig, self.admin_token, user="admin")
-        self.write_kubeconfig(self.workdir / "kcm.kubeconfig", kcm_token, user="kube-controller-manager")
-        pki = self.workdir / "pki"
-        self._procs[ETCD] = commands.etcd(self, peer_port)
-        self._procs[APISERVER] = commands.apiserver(self, pki)
-        self._procs[CONTROLLER_MANAGER] = commands.controller_manager(self, pki)
-
-    def binary(self, name: str) -> Path:
-        assert self.bin_dir is not None
-        return self.bin_dir / name
-
-    def _start_etcd(self) -> None:
-        started = time.monotonic()
-        proc = self._procs[ETCD]
-        proc.start()
-        self._wait(proc, lambda: _http_ok(f"{self.etcd_url}/health"), timeout=30.0)
-        self.timings["etcd_start"] = time.monotonic() - started
-
-    def start_apiserver(self) -> None:
-        """(Re)start kube-apiserver on the same port and etcd data, and wait for /readyz; a running
-        controller manager is restarted after it."""
-        started = time.monotonic()
-        proc = self._procs[APISERVER]
-        if proc.running():
-            return
-        proc.start()
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        headers = {"Authorization": f"Bearer {self.admin_token}"}
-        self._wait(proc, lambda: _http_ok(f"{self.server}/readyz", context, headers), timeout=120.0)
-        self.timings["apiserver_ready"] = time.monotonic() - started
-        self._restart_controller_manager()
-
-    def _restart_controller_manager(self) -> None:
-        """A controller manager that outlived an API server outage is restarted: its informers back
-        off while the server is away (client-go: 0.8 s doubling to 30 s, plus up to 100 % jitter),
-        so after a 20 s outage the garbage collector went over a minute without seeing new objects
-        and a later test's dependents were not collected in time. A fresh one relists everything
-        at once, and its garbage collector still finds what was orphaned during the outage."""
-        proc = self._procs.get(CONTROLLER_MANAGER)
-        if proc is None or not proc.running():
-            return
-        self._sample_peak(proc)
-        proc.stop(_STOP_GRACE[CONTROLLER_MANAGER])
-        self.start_controller_manager()
-
-    def stop_apiserver(self) -> None:
-        """Stop kube-apiserver only (etcd and its data stay); clients see connection refused."""
-        proc = self._procs[APISERVER]
-        self._sample_peak(proc)
-        proc.stop(_STOP_GRACE[APISERVER])
-
-    def restart_apiserver(self) -> None:
-        self.stop_apiserver()
-        self.start_apiserver()
-
-    def start_controller_manager(self) -> None:
-        """Start kube-controller-manager (garbage collector and namespace controllers) and wait
-        for its /healthz."""
-        started = time.monotonic()
-        proc = self._procs[CONTROLLER_MANAGER]
-        if proc.running():
-            return
-        proc.start()
-        # Its own serving cert is self-signed and /healthz needs no authentication.
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE
-        url = f"https://127.0.0.1:{self.controller_manager_port}/healthz"
-        self._wait(proc, lambda: _http_ok(url, insecure), timeout=60.0)
-        self.timings["controller_manager_ready"] = time.monotonic() - started
-
-    # -- etcd -------------------------------------------------------------------------------
-
-    def etcd_revision(self) -> int:
-        """etcd's current revision, which is also the newest resourceVersion the apiserver hands out."""
-        return etcd.revision(self.etcd_url)
-
-    def compact(self, revision: int | None = None) -> int:
-        """Compact etcd up to `revision` (default: current); returns the revision. Watches and
-        paginated lists from older resourceVersions then get 410 Gone, as long as they reach etcd:
-        true with the default watch_cache=False. With the watch cache on, follow with
-        restart_apiserver() (a fresh cache refuses older versions)."""
-        return etcd.compact(self.etcd_url, revision)
-
-    # -- clients ----------------------------------------------------------------------------
-
-    def write_kubeconfig(self, path: Path, token: str, *, user: str = "user") -> Path:
-        """A kubeconfig for this apiserver and bearer `token` (e.g. from service_account_token)."""
-        return write_kubeconfig_file(path, self.server, self.ca_file, token, user=user)
-
-    @contextlib.asynccontextmanager
-    async def client(self) -> AsyncIterator[KubeClient]:
-        """An admin KubeClient, closed on exit."""
-        kube = await KubeClient.connect(str(self.kubeconfig))
-        try:
-            yield kube
-        finally:
-            await kube.close()
-
-    async def install_crds(
-        self, groups: Iterable[str] | None = None, exclude: Iterable[str] = (), *, timeout: float = 180.0
-    ) -> list[str]:
-        started = time.monotonic()
-        async with self.client() as kube:
-            names = await install_crds(kube, groups, exclude, timeout=timeout)
-        self.timings["crds_established"] = time.monotonic() - started
-        return names
-
-    async def delete_crd(self, name: str, *, wait: bool = True) -> bool:
-        async with self.client() as kube:
-            return await delete_crd(kube, name, wait=wait)
-
-    async def install_llm_presets(self, namespace: str) -> list[str]:
-        async with self.client() as kube:
-            await ensure_namespace(kube, namespace)
-            return await install_llm_presets(kube, namespace)
+async def _up(plane: ControlPlane, args: argparse.Namespace) -> None:
+    names = await _start(plane, args)
+    if args.presets_namespace:
+        await plane.install_llm_presets(args.presets_namespace)
+    kubeconfig = plane.kubeconfig
+    if args.kubeconfig_out:
+        kubeconfig = plane.write_kubeconfig(args.kubeconfig_out, plane.admin_token, user="admin")
+    print(f"# control plane up: {plane.server}, {len(names)} CRDs established", file=sys.stderr)
+    print(f"export KUBECONFIG={kubeconfig}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from plane import cli  # the command line needs ControlPlane, defined above
+    parser = argparse.ArgumentParser(prog="controlplane.py", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="locate or build the binaries and print their directory")
+    up = sub.add_parser("up", help="start, install CRDs, print `export KUBECONFIG=...`, block until signalled")
+    up.add_argument("--kubeconfig-out", help="also write the admin kubeconfig here (once CRDs are ready)")
+    up.add_argument("--presets-namespace", help="install KServe's LLM presets into this namespace")
+    check = sub.add_parser("check", help="start, install CRDs, print timings and peak RSS, stop")
+    for p in (up, check):
+        p.add_argument("--exclude", action="append", default=[], help="CRD group or CRD name to skip")
+        p.add_argument("--no-controller-manager", action="store_true", help="run without GC/namespace controllers")
+        p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data) after stopping")
+        p.add_argument("--kserve", action="store_true", help="also run KServe's controllers, a scheduler and kwok")
+    args = parser.parse_args(argv)
+    if getattr(args, "kubeconfig_out", None):
+        args.kubeconfig_out = Path(args.kubeconfig_out).resolve()
 
-    return cli.main(argv)
+    if args.command == "build":
+        print(find_binaries())
+        return 0
+
+    controllers = KSERVE_CONTROLLERS if args.kserve else DEFAULT_CONTROLLERS
+    plane = ControlPlane(controller_manager=not args.no_controller_manager, controllers=controllers, keep_dir=args.keep)
+    try:
+        if args.command == "up":
+            anyio.run(_up, plane, args)
+            block_until_signal()
+        else:
+            anyio.run(_start, plane, args)
+            for name, seconds in plane.timings.items():
+                print(f"{name:>32}: {seconds:6.2f} s")
+            print(f"{'peak RSS':>32}: {format_rss(plane.peak_rss_kib())}")
+    except (ControlPlaneError, ApiError, TransportError) as err:
+        # An API error that outlived the retries (e.g. a CRD the server kept refusing): one line.
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        plane.stop()
+        if args.keep:
+            print(f"# kept {plane.workdir}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

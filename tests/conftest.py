@@ -23,8 +23,8 @@ if str(DEV_DIR) not in sys.path:
     sys.path.insert(0, str(DEV_DIR))
 
 from actors.client import KubeClient  # noqa: E402
-from controlplane import NAMESPACE, ControlPlane  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
+from plane import NAMESPACE, ControlPlane  # noqa: E402
 from tests.support.kserve import KServeCluster, add_status_connection  # noqa: E402
 
 

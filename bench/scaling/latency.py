@@ -8,9 +8,8 @@ watchers (the provider's informer among them): each latency is then split into t
 part before the provider could see the change (the Instance write and its watch event) and the
 rest (the provider's reconcile, its apply, and that object's watch event). The same watch tells
 when the provider has written the Instance's status for the change, and the next change waits for
-it: "N idle" holds for every change, not just for the first. Sent back to back, each change met
-the previous one's status write on the API server (llm, 2 cores, watch cache off: the Instance-write
-leg's p50 6.1-6.6 ms back to back, 4.7-4.9 ms settled; the whole change's 11.9-12.8 and 10.3-10.9)."""
+it: "N idle" holds for every change, not just for the first (sent back to back, each change would
+meet the previous one's status write on the API server; docs/performance.md has what that cost)."""
 
 from __future__ import annotations
 
@@ -124,11 +123,12 @@ def _percentiles(prefix: str, seconds: list[float]) -> dict[str, float]:
 
 async def spec_change_latency(
     kube: KubeClient, workload: Workload, namespace: str, samples: int, offset: int = 0, *, idle: bool = False
-) -> dict[str, float]:
-    """p50/p99 (ms) from an Instance spec change to the derived object showing it, one at a time;
-    with `idle`, each change waits for the previous one's status write, and the figures come also
-    for the latency's two parts: until the Instance's watch event (`api_`), and from there to the
-    derived object's (`provider_`)."""
+) -> dict[str, Any]:
+    """p50/p99 (ms) from an Instance spec change to the derived object showing it, one at a time,
+    and every latency (`samples_ms`, in the order sent, for the figures); with `idle`, each change
+    waits for the previous one's status write, and the figures come also for the latency's two
+    parts: until the Instance's watch event (`api_`), and from there to the derived object's
+    (`provider_`)."""
     latencies: list[float] = []
     parts: tuple[list[float], list[float]] = ([], [])
     async with AsyncExitStack() as stack:
@@ -157,7 +157,8 @@ async def spec_change_latency(
                     parts[1].append(shown_at - reached_at)
                 with anyio.move_on_after(SETTLE_CAP):
                     await reconciled.when(name_of(i), _generation(written))
-    result = _percentiles("", latencies)
+    result: dict[str, Any] = _percentiles("", latencies)
+    result["samples_ms"] = [round(1000 * s, 3) for s in latencies]
     if parts[0]:
         result.update(_percentiles("api_", parts[0]) | _percentiles("provider_", parts[1]))
     return result

@@ -11,7 +11,7 @@ from bench.scaling.process import ProviderProcess
 from bench.scaling.workloads import WORKLOADS
 
 from actors.client import KubeClient
-from controlplane import NAMESPACE, ControlPlane
+from plane import NAMESPACE, ControlPlane
 
 
 async def run_one(

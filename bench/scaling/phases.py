@@ -11,19 +11,20 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from bench.scaling.latency import spec_change_latency
+from bench.scaling.latency import spec_change_latency, watching
 from bench.scaling.process import READS, WRITES, ProviderProcess, Sample, cpu_seconds, rss_mib
 from bench.scaling.workloads import Workload, name_of
 
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.contract import FINALIZER
+from actors.interface import KubeObject
 
 # How often the bench lists the namespace to see whether a phase is done (each list costs the API
 # server, which shares the machine with the provider, so not more often).
 POLL = 1.0
 # Spec changes measured one at a time with the others idle: enough for the p99 to be the tenth
-# longest, not one of two or three outliers (200 gave a p99 that moved by ±5-10 ms between runs).
+# longest, not one of two or three outliers.
 IDLE_CHANGES = 1000
 
 
@@ -40,13 +41,14 @@ async def bounded(n: int, action: Callable[[int], Any], limit: int = 32) -> None
             tg.start_soon(one, i)
 
 
+def instance_done(obj: KubeObject) -> bool:
+    """The Instance carries our finalizer and a status (written after its derived objects)."""
+    return FINALIZER in (obj["metadata"].get("finalizers") or []) and bool((obj.get("status") or {}).get("phase"))
+
+
 async def converged(kube: KubeClient, workload: Workload, namespace: str, n: int) -> bool:
     items, _ = await kube.list_all(INSTANCES, namespace)
-    done = sum(
-        1
-        for o in items
-        if FINALIZER in (o["metadata"].get("finalizers") or []) and (o.get("status") or {}).get("phase")
-    )
+    done = sum(1 for o in items if instance_done(o))
     if done < n:
         return False
     derived, _ = await kube.list_all(workload.derived, namespace)
@@ -57,27 +59,45 @@ async def converge(
     kube: KubeClient, process: ProviderProcess, workload: Workload, n: int, *, probe: bool
 ) -> dict[str, Any]:
     """N Instances created at once; with `probe`, a user's spec changes while the bulk converge is
-    under way (they must go ahead of it)."""
+    under way (they must go ahead of it). The converge curve comes from one watch of the Instances:
+    when each was created (its create answered) and when it was first seen done, in seconds from
+    the first create (`converge_created_s`, `converge_done_s`, sorted)."""
     namespace = process.namespace
     result: dict[str, Any] = {"rss_start": rss_mib(process.pid)}
     before = process.scrape()
     cpu_start = cpu_seconds(process.pid)
-    started = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(bounded, n, lambda i: kube.create(INSTANCES, workload.instance(name_of(i), namespace)))
-        if probe:
-            probes = min(50, n)
-            with anyio.fail_after(600):
-                for i in range(probes):  # created in any order by the burst
-                    while await kube.get(INSTANCES, namespace, name_of(i)) is None:
-                        await anyio.sleep(0.05)
-            during = await spec_change_latency(kube, workload, namespace, probes, offset=100)
-            result.update({f"converge_change_{k}": v for k, v in during.items()})
-    with anyio.fail_after(3600):
-        while not await converged(kube, workload, namespace, n):
-            await anyio.sleep(POLL)
-    elapsed = time.perf_counter() - started
-    result.update(seconds=elapsed, per_second=n / elapsed)
+    created: list[float] = []
+
+    async def create(i: int) -> None:
+        await kube.create(INSTANCES, workload.instance(name_of(i), namespace))
+        created.append(time.perf_counter())
+
+    async with watching(kube, INSTANCES, namespace, instance_done) as (done,):
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bounded, n, create)
+            if probe:
+                probes = min(50, n)
+                with anyio.fail_after(600):
+                    for i in range(probes):  # created in any order by the burst
+                        while await kube.get(INSTANCES, namespace, name_of(i)) is None:
+                            await anyio.sleep(0.05)
+                during = await spec_change_latency(kube, workload, namespace, probes, offset=100)
+                during.pop("samples_ms")
+                result.update({f"converge_change_{k}": v for k, v in during.items()})
+        with anyio.fail_after(3600):
+            while not await converged(kube, workload, namespace, n):
+                await anyio.sleep(POLL)
+        elapsed = time.perf_counter() - started
+        with anyio.move_on_after(10):  # the last status writes' events trail the list that saw them
+            while sum(1 for value, _ in done.latest.values() if value) < n:
+                await anyio.sleep(0.1)
+    result.update(
+        seconds=elapsed,
+        per_second=n / elapsed,
+        converge_created_s=sorted(round(at - started, 4) for at in created),
+        converge_done_s=sorted(round(at - started, 4) for value, at in done.latest.values() if value),
+    )
     await process.quiet()
     sample = process.scrape()
     result.update(

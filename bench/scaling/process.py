@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 from actors.interface import Resource
-from controlplane import free_port
+from plane import free_port
 
 BENCH = Path(__file__).resolve().parents[1]
 WRITES = ("create", "update", "patch", "dryrun", "delete")

@@ -1,4 +1,4 @@
-"""The node mode of the local cluster: the control plane of dev/controlplane.py plus a real node
+"""The node mode of the local cluster: the control plane of dev/plane plus a real node
 (containerd, kubelet, kube-proxy, kube-scheduler) on this host, for the end-to-end tests and
 `make demo-cluster`.
 

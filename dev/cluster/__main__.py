@@ -22,8 +22,8 @@ from typing import Any
 
 from cluster import background, host, host_record
 from cluster.node import NodeCluster
-from controlplane import ControlPlaneError, _block_until_signal, _format_rss
 from kservestack import KServeStack
+from plane import ControlPlaneError, block_until_signal, format_rss
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,11 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"# node-mode cluster up: {cluster.plane.server}", file=sys.stderr)
             print(f"export KUBECONFIG={kubeconfig}", flush=True)
             with background.recorded(state_dir.resolve(), cluster) if state_dir else contextlib.nullcontext():
-                _block_until_signal()
+                block_until_signal()
         else:
             for name, seconds in {**cluster.plane.timings, **cluster.timings}.items():
                 print(f"{name:>28}: {seconds:6.2f} s")
-            print(f"{'peak RSS':>28}: {_format_rss(cluster.peak_rss_kib())}")
+            print(f"{'peak RSS':>28}: {format_rss(cluster.peak_rss_kib())}")
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

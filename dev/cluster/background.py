@@ -34,7 +34,7 @@ from cluster import host_record
 from cluster.node import NodeCluster
 from cluster.node_config import NODE_IP
 from cluster.runtime import Containerd
-from controlplane import ControlPlaneError, kept_identity
+from plane import ControlPlaneError, kept_identity
 
 _RUNNING = "cluster.json"
 _LOG = "cluster.log"

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from controlplane import ControlPlaneError
+from plane import ControlPlaneError
 
 # The executable (or file) that shows each Debian package the node needs is installed.
 PACKAGES = {

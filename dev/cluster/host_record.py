@@ -13,7 +13,7 @@ from pathlib import Path
 from cluster.host import FIXED_PATHS, NETNS_DIR, PROC_SYS, SHARED_DIRS, read_sysctls, run, state_dir, write_sysctl
 from cluster.iptables import IPTABLES_FAMILIES, iptables_rules, remove_new_empty_tables, remove_new_iptables
 from cluster.mounts_cgroups import kill_processes_mentioning, remove_cgroup, unmount_under
-from controlplane import ControlPlaneError
+from plane import ControlPlaneError
 
 
 @dataclass

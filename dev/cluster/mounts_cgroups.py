@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from cluster.host import run
-from controlplane import ControlPlaneError
+from plane import ControlPlaneError
 
 
 def mount_points() -> list[str]:

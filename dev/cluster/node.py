@@ -5,7 +5,7 @@
     ...                            # kubectl --kubeconfig cluster.kubeconfig ...
     cluster.stop()                 # everything stopped, every host change undone
 
-The control plane is dev/controlplane.py's, started with what a node needs: every default
+The control plane is dev/plane's ControlPlane, started with what a node needs: every default
 controller (Deployments make pods, ServiceAccounts get tokens, kube-root-ca.crt is published),
 ServiceAccount admission, the Node authorizer, and the API server on the node's bridge address.
 
@@ -51,16 +51,16 @@ from cluster.node_config import (
     write_cni_config,
 )
 from cluster.runtime import Containerd
-from controlplane import (
+from plane import (
     BUILD_SCRIPT,
     KUBERNETES_SERVICE_IP,
     REPO_ROOT,
     SERVICE_CLUSTER_IP_RANGE,
     ControlPlane,
     ControlPlaneError,
-    _http_ok,
-    _Process,
+    Process,
     free_port,
+    http_ok,
 )
 
 IMAGE_SCRIPT = REPO_ROOT / "dev" / "build-image.sh"
@@ -111,7 +111,7 @@ class NodeCluster:
     timings: dict[str, float] = field(init=False, default_factory=dict)
     _bin: Path | None = field(init=False, default=None)
     _record: host_record.HostChanges | None = field(init=False, default=None)
-    _procs: dict[str, _Process] = field(init=False, default_factory=dict)
+    _procs: dict[str, Process] = field(init=False, default_factory=dict)
     _ports: dict[str, int] = field(init=False, default_factory=dict)
     _lock: contextlib.ExitStack = field(init=False, default_factory=contextlib.ExitStack)
 
@@ -264,7 +264,7 @@ class NodeCluster:
         return str(self._bin / name)
 
     def _start_proc(self, name: str, args: list[str]) -> None:
-        proc = _Process(name, [self._binary(name), *args], self.workdir / f"{name}.log")
+        proc = Process(name, [self._binary(name), *args], self.workdir / f"{name}.log")
         self._procs[name] = proc
         proc.start()
 
@@ -285,10 +285,10 @@ class NodeCluster:
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE
         checks = {
-            KUBELET: lambda: _http_ok(f"http://127.0.0.1:{self._ports[f'{KUBELET}-healthz']}/healthz"),
-            SCHEDULER: lambda: _http_ok(f"https://127.0.0.1:{self._ports[f'{SCHEDULER}-healthz']}/healthz", insecure),
+            KUBELET: lambda: http_ok(f"http://127.0.0.1:{self._ports[f'{KUBELET}-healthz']}/healthz"),
+            SCHEDULER: lambda: http_ok(f"https://127.0.0.1:{self._ports[f'{SCHEDULER}-healthz']}/healthz", insecure),
             # kube-proxy's healthz turns 200 once it has synced its rules.
-            KUBE_PROXY: lambda: _http_ok(f"http://127.0.0.1:{self._ports[f'{KUBE_PROXY}-healthz']}/healthz"),
+            KUBE_PROXY: lambda: http_ok(f"http://127.0.0.1:{self._ports[f'{KUBE_PROXY}-healthz']}/healthz"),
             "node Ready": self._node_ready,
             "kubernetes Service": self._kubernetes_service_programmed,
         }

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from controlplane import _openssl
+from plane import openssl
 
 NODE_NAME = "local-node"
 BRIDGE = "pkserve0"
@@ -29,11 +29,11 @@ def apiserver_kubelet_client_args(workdir: Path) -> tuple[str, ...]:
     pki = workdir / "pki"
     pki.mkdir(parents=True)
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "kubelet-client-ca.key", "-out", "kubelet-client-ca.crt",
+    openssl("req", "-x509", *ec, "-keyout", "kubelet-client-ca.key", "-out", "kubelet-client-ca.crt",
              "-days", "3650", "-subj", "/CN=provider-kserve-kubelet-client-ca", cwd=pki)  # fmt: skip
-    _openssl("req", *ec, "-keyout", "apiserver-kubelet-client.key", "-out", "apiserver-kubelet-client.csr",
+    openssl("req", *ec, "-keyout", "apiserver-kubelet-client.key", "-out", "apiserver-kubelet-client.csr",
              "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client", cwd=pki)  # fmt: skip
-    _openssl("x509", "-req", "-in", "apiserver-kubelet-client.csr", "-CA", "kubelet-client-ca.crt",
+    openssl("x509", "-req", "-in", "apiserver-kubelet-client.csr", "-CA", "kubelet-client-ca.crt",
              "-CAkey", "kubelet-client-ca.key", "-CAcreateserial", "-days", "3650",
              "-out", "apiserver-kubelet-client.crt", cwd=pki)  # fmt: skip
     return (

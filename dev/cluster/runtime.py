@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cluster.host import run
-from controlplane import ControlPlaneError, _Process
+from plane import ControlPlaneError, Process
 
 # The pod sandbox image dev/build-image.sh builds from Kubernetes' pause.c. A name without a
 # registry: the CRI resolves it in its image store, where the import put it.
@@ -63,7 +63,7 @@ class Containerd:
     workdir: Path
     cni_conf_dir: Path
     cni_bin_dir: Path
-    process: _Process | None = field(default=None, init=False)
+    process: Process | None = field(default=None, init=False)
 
     @property
     def socket(self) -> Path:
@@ -78,7 +78,7 @@ class Containerd:
         self.workdir.mkdir(parents=True, exist_ok=True)
         root, state = self.workdir / "root", self.workdir / "state"
         config.write_text(containerd_config(root, state, self.socket, self.cni_conf_dir, self.cni_bin_dir))
-        self.process = _Process("containerd", ["containerd", "--config", str(config)], self.workdir / "containerd.log")
+        self.process = Process("containerd", ["containerd", "--config", str(config)], self.workdir / "containerd.log")
         self.process.start()
         deadline = time.monotonic() + timeout
         while not self.ctr("version", check=False):

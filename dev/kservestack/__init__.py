@@ -1,10 +1,10 @@
 """The local cluster's `kserve` option: KServe's real controllers, kube-scheduler and kwok beside
-the control plane of dev/controlplane.py. See stack.py."""
+the control plane of dev/plane. See stack.py."""
 
 from __future__ import annotations
 
-from controlplane import ControlPlane
 from kservestack.stack import KSERVE_CONTROLLERS, KSERVE_NAMESPACE, LLMISVC, MANAGER, KServeStack
+from plane import ControlPlane
 
 __all__ = ["KSERVE_CONTROLLERS", "KSERVE_NAMESPACE", "LLMISVC", "MANAGER", "KServeStack", "start_kserve_cluster"]
 

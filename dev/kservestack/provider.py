@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from controlplane import ControlPlane
+from plane import ControlPlane
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -40,22 +40,22 @@ from typing import Final
 
 from actors.client import KubeClient
 from actors.interface import Resource
-from controlplane import (
+from kservestack import kwok, manifests
+from plane import (
     BUILD_SCRIPT,
     DEFAULT_CONTROLLERS,
     LLM_ISVC_CONFIG,
     ControlPlane,
     ControlPlaneError,
-    _openssl,
-    _Process,
-    _require_executables,
+    Process,
     create_or_replace,
     ensure_namespace,
     free_port,
     install_llm_presets,
+    openssl,
+    require_executables,
     retry_transient,
 )
-from kservestack import kwok, manifests
 
 KSERVE_NAMESPACE: Final = "kserve"
 KSERVE_CONTROLLERS: Final = (
@@ -100,7 +100,7 @@ def build(target: str, required: tuple[str, ...]) -> Path:
             "PATH and the Go module proxy."
         )
     directory = Path(lines[-1])
-    _require_executables(directory, required, f"{BUILD_SCRIPT} {target}")
+    require_executables(directory, required, f"{BUILD_SCRIPT} {target}")
     return directory
 
 
@@ -174,7 +174,7 @@ class KServeStack:
 
     # -- processes --------------------------------------------------------------------------
 
-    async def _wait(self, proc: _Process, ready: Callable[[], bool], timeout: float = 180.0) -> None:
+    async def _wait(self, proc: Process, ready: Callable[[], bool], timeout: float = 180.0) -> None:
         """Until `ready()` (run in a thread: the checks block), failing with the log tail when the
         process exits or the deadline passes. Async, so a provider in the same loop keeps running."""
         deadline = time.monotonic() + timeout
@@ -236,12 +236,12 @@ class KServeStack:
         for the webhook configurations. Each controller gets its own TMPDIR."""
         pki = self.plane.workdir / "pki"
         ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-        _openssl("req", *ec, "-keyout", "webhook.key", "-out", "webhook.csr", "-subj", "/CN=kserve-webhook", cwd=pki)
+        openssl("req", *ec, "-keyout", "webhook.key", "-out", "webhook.csr", "-subj", "/CN=kserve-webhook", cwd=pki)
         (pki / "webhook.ext").write_text(
             "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
             "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
         )
-        _openssl("x509", "-req", "-in", "webhook.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        openssl("x509", "-req", "-in", "webhook.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
                  "-out", "webhook.crt", "-days", "365", "-extfile", "webhook.ext", cwd=pki)  # fmt: skip
         for name, binary, extra in (
             (MANAGER, kserve_bin / "manager", ()),

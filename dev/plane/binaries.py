@@ -16,7 +16,7 @@ def find_binaries(*, controller_manager: bool = True) -> Path:
     required = [ETCD, APISERVER] + ([CONTROLLER_MANAGER] if controller_manager else [])
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     if assets:
-        _require_executables(Path(assets), required, "KUBEBUILDER_ASSETS")
+        require_executables(Path(assets), required, "KUBEBUILDER_ASSETS")
         return Path(assets)
     if not BUILD_SCRIPT.is_file():
         raise ControlPlaneError(f"KUBEBUILDER_ASSETS is not set and {BUILD_SCRIPT} is missing")
@@ -28,11 +28,12 @@ def find_binaries(*, controller_manager: bool = True) -> Path:
             "and the Go module proxy, or set KUBEBUILDER_ASSETS to a directory with " + ", ".join(required)
         )
     bin_dir = Path(lines[-1])
-    _require_executables(bin_dir, required, str(BUILD_SCRIPT))
+    require_executables(bin_dir, required, str(BUILD_SCRIPT))
     return bin_dir
 
 
-def _require_executables(directory: Path, names: Sequence[str], origin: str) -> None:
+def require_executables(directory: Path, names: Sequence[str], origin: str) -> None:
+    """ControlPlaneError naming `origin` unless `directory` holds every one of `names`, executable."""
     missing = [n for n in names if not os.access(directory / n, os.X_OK)]
     if missing:
         raise ControlPlaneError(f"{origin}: {directory} has no executable {', '.join(missing)}")
@@ -48,8 +49,3 @@ def shared_dir() -> Path:
 
 def crds_dir() -> Path:
     return shared_dir() / "crds"
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("PROVIDER_KSERVE_CACHE") or str(Path.home() / ".cache" / "provider-kserve")
-    return Path(base) / "crd-json"

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from plane.constants import APISERVER, CONTROLLER_MANAGER, ETCD, SERVICE_CLUSTER_IP_RANGE
-from plane.processes import _Process
+from plane.processes import Process
 
 if TYPE_CHECKING:
-    from controlplane import ControlPlane
+    from plane.control_plane import ControlPlane
 
 
-def etcd(plane: ControlPlane, peer_port: int) -> _Process:
-    return _Process(
+def etcd(plane: ControlPlane, peer_port: int) -> Process:
+    return Process(
         ETCD,
         [
             str(plane.binary(ETCD)),
@@ -32,8 +32,8 @@ def etcd(plane: ControlPlane, peer_port: int) -> _Process:
     )
 
 
-def apiserver(plane: ControlPlane, pki: Path) -> _Process:
-    return _Process(
+def apiserver(plane: ControlPlane, pki: Path) -> Process:
+    return Process(
         APISERVER,
         [
             str(plane.binary(APISERVER)),
@@ -64,8 +64,8 @@ def apiserver(plane: ControlPlane, pki: Path) -> _Process:
     )
 
 
-def controller_manager(plane: ControlPlane, pki: Path) -> _Process:
-    return _Process(
+def controller_manager(plane: ControlPlane, pki: Path) -> Process:
+    return Process(
         CONTROLLER_MANAGER,
         [
             str(plane.binary(CONTROLLER_MANAGER)),

@@ -26,17 +26,6 @@ CRD_GROUPS: tuple[str, ...] = (
     "prometheus-operator",
     "cert-manager",
 )
-# Only the plain controller-gen CRDs: presets/ are LLMInferenceServiceConfig objects,
-# chart-patches/ are partial CRDs, and gateway-inference-extension.yaml duplicates two CRDs of
-# inference-extension/ (see shared/crds/SOURCES.md).
-_GROUP_GLOBS: dict[str, str] = {"kserve": "serving.kserve.io_*.yaml"}
-
-# cert-manager's CRDs are Helm templates whose label values the apiserver would reject; this is
-# what `helm template` renders for a release named cert-manager.
-_CERT_MANAGER_TEMPLATES = {
-    '{{ template "cert-manager.name" . }}': "cert-manager",
-    "{{ .Release.Name }}": "cert-manager",
-}
 
 # The resources the harness writes, from the one table of each (the runtime's and the provider's).
 CRD = CRDS
@@ -50,15 +39,6 @@ KUBERNETES_SERVICE_IP = "10.0.0.1"
 # What the controller manager runs by default: enough for the tests of a node-less control plane.
 DEFAULT_CONTROLLERS: tuple[str, ...] = ("garbage-collector-controller", "namespace-controller")
 
-_PR_SET_PDEATHSIG = 1
-
-# Seconds between SIGTERM and SIGKILL. kube-apiserver stops listening at once on SIGTERM but then
-# waits 60 s (measured) for open watches to drain; all its state is in etcd, so cut that short.
-_STOP_GRACE = {ETCD: 10.0, APISERVER: 2.0, CONTROLLER_MANAGER: 5.0}
-
 
 class ControlPlaneError(RuntimeError):
     """The control plane could not be located, built, started or configured."""
-
-
-# -- binaries ---------------------------------------------------------------------------------

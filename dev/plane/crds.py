@@ -19,10 +19,8 @@ from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponenti
 
 from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import KubeObject, Resource
-from plane.binaries import _cache_dir, crds_dir
+from plane.binaries import crds_dir
 from plane.constants import (
-    _CERT_MANAGER_TEMPLATES,
-    _GROUP_GLOBS,
     CRD,
     CRD_GROUPS,
     LLM_ISVC_CONFIG,
@@ -30,6 +28,23 @@ from plane.constants import (
     SERVICE_ACCOUNT,
     ControlPlaneError,
 )
+
+# Only the plain controller-gen CRDs: presets/ are LLMInferenceServiceConfig objects,
+# chart-patches/ are partial CRDs, and gateway-inference-extension.yaml duplicates two CRDs of
+# inference-extension/ (see shared/crds/SOURCES.md).
+_GROUP_GLOBS: dict[str, str] = {"kserve": "serving.kserve.io_*.yaml"}
+
+# cert-manager's CRDs are Helm templates whose label values the apiserver would reject; this is
+# what `helm template` renders for a release named cert-manager.
+_CERT_MANAGER_TEMPLATES = {
+    '{{ template "cert-manager.name" . }}': "cert-manager",
+    "{{ .Release.Name }}": "cert-manager",
+}
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("PROVIDER_KSERVE_CACHE") or str(Path.home() / ".cache" / "provider-kserve")
+    return Path(base) / "crd-json"
 
 
 def _load_yaml_docs(path: Path, replacements: dict[str, str] | None = None) -> list[KubeObject]:

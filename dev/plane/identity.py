@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from plane.pki import _make_certs
+from plane.pki import make_certs
 from plane.processes import free_port
 
 
@@ -62,7 +62,7 @@ def kept_identity(directory: Path, address: str) -> KeptIdentity:
     except (OSError, ValueError, KeyError):
         pass
     shutil.rmtree(directory / "pki", ignore_errors=True)
-    _make_certs(directory / "pki", address)
+    make_certs(directory / "pki", address)
     port, token = free_port(), secrets.token_hex(16)
     record.write_text(json.dumps({"address": address, "port": port, "admin_token": token}))
     record.chmod(0o600)

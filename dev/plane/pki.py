@@ -9,13 +9,14 @@ from pathlib import Path
 from plane.constants import KUBERNETES_SERVICE_IP, ControlPlaneError
 
 
-def _openssl(*args: str, cwd: Path) -> None:
+def openssl(*args: str, cwd: Path) -> None:
+    """`openssl ARGS` in `cwd`; ControlPlaneError with its stderr if it fails."""
     proc = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ControlPlaneError(f"openssl {' '.join(args)} failed: {proc.stderr.strip()}")
 
 
-def _make_certs(pki: Path, address: str = "127.0.0.1") -> None:
+def make_certs(pki: Path, address: str = "127.0.0.1") -> None:
     """A throwaway CA, an apiserver serving cert for 127.0.0.1/localhost (and `address`), and the
     ServiceAccount signing keypair. P-256 keys: generating them takes milliseconds where RSA takes
     seconds."""
@@ -23,9 +24,9 @@ def _make_certs(pki: Path, address: str = "127.0.0.1") -> None:
         raise ControlPlaneError("openssl is required to make the control plane's certificates")
     pki.mkdir(parents=True, exist_ok=True)
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
+    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
              "-subj", "/CN=provider-kserve-local-ca", cwd=pki)  # fmt: skip
-    _openssl("req", *ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
+    openssl("req", *ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
              cwd=pki)  # fmt: skip
     (pki / "apiserver.ext").write_text(
         f"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
@@ -33,7 +34,7 @@ def _make_certs(pki: Path, address: str = "127.0.0.1") -> None:
         "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=serverAuth\n"
     )
-    _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+    openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
              "-out", "apiserver.crt", "-days", "3650", "-extfile", "apiserver.ext", cwd=pki)  # fmt: skip
-    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "sa.key", cwd=pki)
-    _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "sa.key", cwd=pki)
+    openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)

@@ -1,5 +1,7 @@
 """The control plane's processes: started to die with their parent, stopped with a grace period,
-and the work directories of killed runs swept."""
+stopped at interpreter exit or SIGTERM, and the work directories of killed runs swept; and the
+small helpers the command lines share (free ports, health probes, peak memory, waiting for a
+signal)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Protocol
 
-from plane.constants import _PR_SET_PDEATHSIG
+# prctl(2)'s option that delivers a signal to the child when its parent thread dies.
+_PR_SET_PDEATHSIG = 1
 
 # -- processes --------------------------------------------------------------------------------
 
@@ -42,7 +45,8 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _vm_hwm_kib(pid: int) -> int:
+def vm_hwm_kib(pid: int) -> int:
+    """The peak resident set (VmHWM) of process `pid` in KiB; 0 once it is gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -53,7 +57,9 @@ def _vm_hwm_kib(pid: int) -> int:
 
 
 @dataclass
-class _Process:
+class Process:
+    """A child process in its own process group, logging to `log`, killed with its parent."""
+
     name: str
     args: list[str]
     log: Path
@@ -77,7 +83,7 @@ class _Process:
         return self.popen is not None and self.popen.poll() is None
 
     def peak_kib(self) -> int:
-        return _vm_hwm_kib(self.popen.pid) if self.running() and self.popen else 0
+        return vm_hwm_kib(self.popen.pid) if self.running() and self.popen else 0
 
     def stop(self, grace: float = 10.0) -> None:
         popen, self.popen = self.popen, None
@@ -105,6 +111,23 @@ class _Process:
 _WORKDIR_PREFIX = "provider-kserve-cp-"
 
 
+def make_workdir() -> Path:
+    """A fresh temp dir owned by this process (its pid in `owner.pid`), once the dirs of killed
+    owners are removed."""
+    _sweep_orphaned_workdirs()
+    workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
+    (workdir / "owner.pid").write_text(str(os.getpid()))
+    return workdir
+
+
+def release_workdir(workdir: Path, *, keep: bool) -> None:
+    """Remove `workdir`, or keep it (logs, data) without an owner, so that no later start sweeps it."""
+    if keep:
+        (workdir / "owner.pid").unlink(missing_ok=True)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def _sweep_orphaned_workdirs() -> None:
     """Remove temp dirs left by a harness that was SIGKILLed (its processes died with it, see
     _die_with_parent, but nothing was left to delete the directory)."""
@@ -121,12 +144,12 @@ def _sweep_orphaned_workdirs() -> None:
             continue
 
 
-class _Stoppable(Protocol):
+class Stoppable(Protocol):
     def stop(self) -> None: ...
 
 
 # Every running control plane of this process, stopped at exit.
-_live: set[_Stoppable] = set()
+_live: set[Stoppable] = set()
 _live_lock = threading.Lock()
 
 
@@ -146,7 +169,24 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 atexit.register(_stop_all)
 
 
-def _http_ok(url: str, context: ssl.SSLContext | None = None, headers: dict[str, str] | None = None) -> bool:
+def stop_at_exit(plane: Stoppable) -> None:
+    """Stop `plane` at interpreter exit, and make SIGTERM exit through `finally` and atexit (when
+    called from the main thread and nothing else handles SIGTERM)."""
+    with _live_lock:
+        _live.add(plane)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def stopped(plane: Stoppable) -> None:
+    """`plane` has stopped: nothing to do for it at exit."""
+    with _live_lock:
+        _live.discard(plane)
+
+
+def http_ok(url: str, context: ssl.SSLContext | None = None, headers: dict[str, str] | None = None) -> bool:
+    """Whether GET `url` answers 200 within 2 s (a health or readiness probe)."""
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=2, context=context) as response:
@@ -155,15 +195,17 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None, headers: dict[str,
         return False
 
 
-# -- CLI --------------------------------------------------------------------------------------
+# -- command lines ----------------------------------------------------------------------------
 
 
-def _format_rss(peaks: dict[str, int]) -> str:
+def format_rss(peaks: dict[str, int]) -> str:
+    """Peak RSS per process (KiB, as peak_rss_kib() returns them) as one line: the total, then each."""
     parts = [f"{name} {kib / 1024:.0f} MiB" for name, kib in sorted(peaks.items())]
     return f"{sum(peaks.values()) / 1024:.0f} MiB ({', '.join(parts)})"
 
 
-def _block_until_signal() -> None:
+def block_until_signal() -> None:
+    """Return on SIGINT, SIGTERM or SIGHUP (a command that keeps a cluster up until stopped)."""
     stop = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:

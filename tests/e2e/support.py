@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from cluster.node import NodeCluster
-from controlplane import ControlPlaneError
 from kservestack import KServeStack
+from plane import ControlPlaneError
 from tests.support.waiting import wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from cluster import background, host, snapshot
-from controlplane import free_port, shared_dir
+from plane import free_port, shared_dir
 from tests.e2e.support import (
     KSERVE_RESOURCE,
     MEASUREMENTS,

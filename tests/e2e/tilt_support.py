@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from controlplane import free_port
+from plane import free_port
 from tests.e2e.support import ROOT
 
 BUILD_SCRIPT = ROOT / "dev" / "build-controlplane.sh"

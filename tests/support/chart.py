@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from actors.interface import KubeObject
-from controlplane import shared_dir
+from plane import shared_dir
 from tests.support.helm import helm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
-from controlplane import ControlPlane, create_or_replace, service_account_token
+from plane import ControlPlane, create_or_replace, service_account_token
 from tests.support.chart import prepare_chart, render
 
 SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")

@@ -7,8 +7,8 @@ from typing import Any
 
 from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
-from controlplane import CRD, ControlPlane
 from kservestack import KServeStack
+from plane import CRD, ControlPlane
 from tests.support.waiting import NotYet, wait_for
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")

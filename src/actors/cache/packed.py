@@ -1,8 +1,8 @@
 """Objects kept as zlib-compressed JSON: the local stores' compact form.
 
-A watched object as Python dicts costs about five times its JSON size; compressed JSON costs about
-a third of it, and unpacking one (tens of microseconds) is cheap next to the API requests a
-reconcile makes. Every read returns a fresh copy, so a reconcile may modify what it reads.
+A watched object as Python dicts costs several times its JSON size, compressed JSON a fraction of
+it, and unpacking one is cheap next to the API requests a reconcile makes. Every read returns a
+fresh copy, so a reconcile may modify what it reads.
 """
 
 from __future__ import annotations

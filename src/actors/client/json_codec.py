@@ -1,11 +1,11 @@
 """JSON the runtime writes: orjson, with the standard library behind it.
 
-orjson encodes about 10x faster than `json` on a watch event of an Instance; JSON was 7-8 % of the
-provider's CPU during a converge (request bodies, packing the local stores, hashing applied
-intent, reading the packed stores back). It refuses a few things `json` takes: integers beyond 64
+orjson, because the runtime encodes JSON on its hot paths (request bodies, packing the local
+stores, hashing applied intent, reading the packed stores back), where it is several times faster
+than `json`. It refuses a few things `json` takes: integers beyond 64
 bits, lone surrogates, nesting past 255 levels (encoding) or 1024 (decoding), keys that are not
 strings. The API server does not send these, but nothing it accepts may take the process down, so
-each refusal falls back to the standard library, which is what ran before.
+each refusal falls back to the standard library.
 
 What the API server sends is decoded by `actors.client.decode`, with the standard library: its depth
 bound depends on that decoder's limit.

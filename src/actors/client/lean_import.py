@@ -1,7 +1,7 @@
 """kubernetes-asyncio without its generated API and model classes, for a dynamic client.
 
-`kubernetes_asyncio/__init__.py` and `kubernetes_asyncio/client/__init__.py` import ~770 generated
-model classes (~30 MiB more resident memory) that a dynamic client never uses. Before anything
+`kubernetes_asyncio/__init__.py` and `kubernetes_asyncio/client/__init__.py` import every generated
+model class (hundreds, tens of MiB resident) that a dynamic client never uses. Before anything
 imports them, `use_lean_kubernetes_asyncio()` (called once at the process's start) registers those
 two packages, and `client.models`, as lazy packages: their submodules import as usual (the loaders
 need `client.configuration`, `client.api_client`, `client.rest`, `client.exceptions`), and the first

@@ -4,16 +4,14 @@ Everything imported and built at start-up (modules, pydantic's validators, the C
 provider's tables: tens of thousands of tracked objects) lives as long as the process, yet every
 full collection walks all of it again, with the event loop stopped. `gc.freeze()` moves what
 exists then to a permanent generation that collections skip (what CPython's documentation suggests
-for long-lived servers); what is created later is collected as before. Measured over 1000-Instance
-bench runs (bench/scale.py): full collections after start-up paused 25-75 ms each before, 2-38 ms
-after.
+for long-lived servers); what is created later is collected as before.
 
 The youngest generation is collected after 2000 net allocations of tracked objects by default;
 a reconcile allocates thousands (decoded events, rendered manifests, pydantic models), nearly all
 freed by reference counting alone, so most of those collections find nothing to free yet still
-walk what is young. A 1000-Instance llm converge ran 230 young collections (0.19 s in all
-generations); with 10 000 as the threshold, 6 (0.03 s, 4-6 ms each) at the same peak RSS. At
-10 000 Instances: 3.7 s in ≈ 2350 collections (17 full ones) before, 0.26 s in 14 after.
+walk what is young. So it is collected after YOUNG_THRESHOLD allocations: far fewer collections
+that find nothing to free, each still a few milliseconds. (What each change bought, measured:
+docs/performance.md.)
 """
 
 from __future__ import annotations

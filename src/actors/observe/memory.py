@@ -4,9 +4,8 @@ Every object read from the API server arrives as one buffer the size of the obje
 stores up to ~1.5 MB each), decoded into strings as large. glibc serves such allocations with mmap
 and unmaps them on free, but after each free it raises its mmap threshold to the size just freed
 (up to 32 MiB); from then on the same buffers come from the heap, where freed memory fragments and
-stays resident. Measured: 40 refused Instances of 1.4 MB each left the provider 24-48 MiB larger
-for good; with the threshold fixed, 11-15 MiB. Fixing it (which also turns off the adjustment)
-costs one mmap per buffer over 128 KiB, which is rare beside the per-object work.
+stays resident. Fixing it (which also turns off the adjustment) costs one mmap per buffer over
+128 KiB, which is rare beside the per-object work.
 """
 
 from __future__ import annotations

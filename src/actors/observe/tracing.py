@@ -1,8 +1,8 @@
 """OpenTelemetry: a span per reconcile, a child per step and per API write.
 
 Exported over OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set;
-otherwise no span is made at all: even the no-op tracer's spans (a proxy tracer, a context
-manager, a context token per span) were ~3 % of the provider's CPU at scale, for nothing.
+otherwise no span is made at all: even the no-op tracer costs a proxy tracer, a context manager and
+a context token per span, on every reconcile step.
 """
 
 from __future__ import annotations

@@ -1,21 +1,21 @@
 """Per-key actors with coalescing mailboxes.
 
 One task per Instance key. A key is never reconciled twice at once (one actor, one loop), and a
-burst of N events while a reconcile runs collapses into a single flag, so it costs exactly one
-more run. An actor with nothing pending exits after `idle_timeout` and is recreated by the next
-event, so memory follows the working set. An actor task costs a few kilobytes, so keys that could
-not run yet do not get one: while every reconcile slot is taken, a key without an actor waits in
-a backlog (a dict entry) and gets its actor when a slot frees, urgent keys (a user's change to an
-existing Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run
-scheduled beyond the idle timeout (a status poll, a long backoff) is parked as one heap entry
-served by a single timer task. A burst of 5000 new Instances thus costs 16 actors and 4984 backlog
-entries, not 5000 tasks. Bulk runs never take the last `reserved` slots: a user's change finds one
-free even while a mass creation fills the others (which also keeps the API server's queue behind
-the bulk work that much shorter).
+burst of N events while a reconcile runs collapses into a single flag, so it costs exactly one more
+run. An actor with nothing pending exits after `idle_timeout` and is recreated by the next event, so
+memory follows the working set. An actor task costs a few kilobytes, so keys that could not run yet
+do not get one: while every reconcile slot is taken, a key without an actor waits in a backlog (a
+dict entry) and gets its actor when a slot frees, urgent keys (a user's change to an existing
+Instance) before bulk ones (a mass creation, a resync), each in arrival order; and a run scheduled
+beyond the idle timeout (a status poll, a long backoff) is parked as one heap entry served by a
+single timer task. A burst of new Instances thus costs one actor per slot and a backlog entry per
+other Instance, not a task each. Bulk runs never take the last `reserved` slots: a user's change
+finds one free even while a mass creation fills the others (which also keeps the API server's queue
+behind the bulk work that much shorter).
 
-The follow-up run after a burst waits for the burst to settle (100 ms without an event, at most
-1 s), so an Instance edited ten times in quick succession is applied about once more, not ten
-times. The reconcile function is wrapped so that one actor raising never touches another.
+The follow-up run after a burst waits for the burst to settle (100 ms without an event, at most 1
+s), so an Instance edited ten times in quick succession is applied about once more, not ten times.
+The reconcile function is wrapped so that one actor raising never touches another.
 """
 
 from __future__ import annotations

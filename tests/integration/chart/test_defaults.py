@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controlplane import shared_dir
+from plane import shared_dir
 from provider.tools import rbac
 from tests.support.chart import CHART, RELEASE_NAMESPACE, by_kind, container, env, one, parse_run_args, render
 from tests.support.helm import helm

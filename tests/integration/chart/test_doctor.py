@@ -22,7 +22,7 @@ import yaml
 
 from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
-from controlplane import free_port, service_account_token
+from plane import free_port, service_account_token
 from provider.tools.cluster_checks import Row, Status, diagnose, exit_code
 from provider.tools.rbac import RULES, policy_rules
 from tests.support.convergence import OWNED

@@ -11,7 +11,7 @@ import pytest
 
 from actors.client import ApiError, KubeClient
 from actors.interface import KubeObject, Resource
-from controlplane import CRD, ControlPlane
+from plane import CRD, ControlPlane
 from provider.tools import rbac
 from tests.support.chart import render
 from tests.support.chart_rbac import (

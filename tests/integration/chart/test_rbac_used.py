@@ -24,7 +24,7 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
 from actors.interface import KubeObject
 from actors.serve.endpoints import Endpoints
-from controlplane import create_or_replace, free_port
+from plane import create_or_replace, free_port
 from provider.kserve import build_provider
 from provider.model import kinds as llm_kinds
 from provider.model.kinds import INFERENCE_SERVICE

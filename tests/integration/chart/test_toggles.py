@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane import shared_dir
+from plane import shared_dir
 from tests.support.chart import (
     CHART,
     RELEASE_NAMESPACE,

@@ -12,7 +12,7 @@ import pytest
 from actors.client import ApiError, KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
-from controlplane import (
+from plane import (
     CRD,
     NAMESPACE,
     ControlPlane,

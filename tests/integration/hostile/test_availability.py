@@ -25,7 +25,7 @@ from actors.client import KubeClient
 from actors.client.known_resources import CRDS, INSTANCES, PROVIDERS, SECRETS
 from actors.contract import controller_reference, ownership_labels
 from actors.interface import KubeObject, Resource
-from controlplane import NAMESPACE, free_port
+from plane import NAMESPACE, free_port
 from provider.model.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG, NAMESPACES
 from provider.model.names import PROVIDER_NAME
 from tests.support.convergence import OWNED, condition, wait_converged

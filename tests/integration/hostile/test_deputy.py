@@ -18,7 +18,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.serve.endpoints import Endpoints
-from controlplane import NAMESPACE, free_port, service_account_token
+from plane import NAMESPACE, free_port, service_account_token
 from provider.kserve import build_provider
 from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from tests.support.convergence import condition, kserve_provider, wait_converged

@@ -22,7 +22,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
-from controlplane import install_crds, load_crds
+from plane import install_crds, load_crds
 from provider.model.kinds import LLM_INFERENCE_SERVICE
 from tests.support.convergence import condition, inventory, kinds_of, kserve_provider, wait_converged
 from tests.support.hostile_writes import hostile_status

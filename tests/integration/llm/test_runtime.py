@@ -16,9 +16,9 @@ from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.contract import is_owned_by, ownership_labels
 from actors.interface import KubeObject
-from controlplane import create_or_replace
 from kservestack import KSERVE_NAMESPACE, LLMISVC
 from kservestack.manifests import CPU_PRESET_NAME
+from plane import create_or_replace
 from provider.kserve import build_provider
 from provider.model import kinds
 from provider.model.names import PROVIDER_NAME

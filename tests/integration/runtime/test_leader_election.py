@@ -14,7 +14,7 @@ import pytest
 
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, LEASES
-from controlplane import free_port
+from plane import free_port
 from tests.support.instances import null_instance
 from tests.support.waiting import wait_for
 

@@ -10,7 +10,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from actors.client.known_resources import INSTANCES
 from actors.observe.tracing import configure_tracing
-from controlplane import free_port
+from plane import free_port
 from tests.support.instances import null_instance
 from tests.support.null_provider import NullProvider
 from tests.support.runtime import running_manager

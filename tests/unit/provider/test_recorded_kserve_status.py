@@ -2,7 +2,7 @@
 
 Each fixture in fixtures/kserve/ holds an Instance and the InferenceService or LLMInferenceService
 KServe made of it, spec and status exactly as KServe wrote them, recorded from the local KServe
-stack by dev/record_kserve_shapes.py (rerun it after a KServe upgrade).
+stack by dev/scripts/record_kserve_shapes.py (rerun it after a KServe upgrade).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from controlplane import crds_dir
+from plane import crds_dir
 from provider.commands import generate as generate_command
 from provider.tools import generation as generate, rbac
 from provider.tools.openapi_schema import openapi_v3

@@ -5,7 +5,7 @@ Starts the local cluster with the KServe stack (dev/kservestack) and the provide
 Instance per scenario, and saves the Instance with the KServe object (spec and status, as KServe
 wrote it) once that object reaches the scenario's state. Rerun after a KServe upgrade:
 
-    .venv/bin/python dev/record_kserve_shapes.py [--out tests/unit/fixtures/kserve]
+    .venv/bin/python dev/scripts/record_kserve_shapes.py [--out tests/unit/fixtures/kserve]
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 
 from actors.client import KubeClient  # noqa: E402
 from actors.client.known_resources import INSTANCES  # noqa: E402
 from actors.interface import KubeObject, Resource  # noqa: E402
-from controlplane import ControlPlaneError, ensure_namespace, retry_transient, transient  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402
+from plane import ControlPlaneError, ensure_namespace, retry_transient, transient  # noqa: E402
 
 NAMESPACE = "models"
 ISVC = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")

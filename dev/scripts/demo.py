@@ -23,23 +23,23 @@ from typing import Any
 import anyio
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 
 from actors.client import ApiError, KubeClient  # noqa: E402
 from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS  # noqa: E402
 from actors.interface import KubeObject, Resource  # noqa: E402
-from controlplane import (  # noqa: E402
-    ControlPlane,
-    ControlPlaneError,
-    _format_rss,
-    create_or_replace,
-    ensure_namespace,
-    retry_transient,
-)
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402
-from plane.processes import _vm_hwm_kib  # noqa: E402
+from plane import (  # noqa: E402
+    ControlPlane,
+    ControlPlaneError,
+    create_or_replace,
+    ensure_namespace,
+    format_rss,
+    retry_transient,
+    vm_hwm_kib,
+)
 
 NAMESPACE = "demo"
 DERIVED = (
@@ -234,8 +234,8 @@ async def main(args: argparse.Namespace) -> None:
         with provider_process(plane, PROVIDER_LOG, "--poll-not-ready", "2") as provider:
             async with plane.client() as kube:
                 await run(plane, kube, args.timeout)
-            provider_kib = _vm_hwm_kib(provider.pid)
-        print(f"\npeak RSS (VmHWM) of the cluster: {_format_rss(plane.peak_rss_kib())}")
+            provider_kib = vm_hwm_kib(provider.pid)
+        print(f"\npeak RSS (VmHWM) of the cluster: {format_rss(plane.peak_rss_kib())}")
         print(f"peak RSS of the provider: {provider_kib / 1024:.0f} MiB; its log: {PROVIDER_LOG}")
         print(f"demo done in {time.monotonic() - started:.0f} s")
     finally:

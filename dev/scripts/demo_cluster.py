@@ -18,11 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 
 from cluster.node import NodeCluster, script_output  # noqa: E402
-from controlplane import BUILD_SCRIPT, ControlPlaneError, _block_until_signal  # noqa: E402
+from plane import BUILD_SCRIPT, ControlPlaneError, block_until_signal  # noqa: E402
 
 CHART = ROOT / "charts" / "provider-kserve"
 NAMESPACE = "models"  # where examples/ put their Instances
@@ -82,7 +82,7 @@ def main() -> int:
         _show(cluster, "the provider's log", "logs", "-n", "kserve-system", "deployment/provider-kserve", "--tail=5")
         if not args.once:
             print(f"\nexport KUBECONFIG={cluster.kubeconfig}   # the cluster runs until Ctrl-C", flush=True)
-            _block_until_signal()
+            block_until_signal()
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
