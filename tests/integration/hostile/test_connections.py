@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from actors.client import KubeClient
-from controlplane import free_port
+from plane import free_port
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
 from tests.support.waiting import wait_for
 

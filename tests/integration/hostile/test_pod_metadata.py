@@ -21,7 +21,7 @@ import pytest
 
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
-from controlplane import free_port
+from plane import free_port
 from provider.model.kinds import LLM_INFERENCE_SERVICE, LLM_INFERENCE_SERVICE_CONFIG
 from tests.support.convergence import wait_converged
 from tests.support.instances import llm_instance
