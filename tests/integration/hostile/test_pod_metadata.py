@@ -90,6 +90,6 @@ async def test_pod_labels_and_annotations_are_held_to_pod_security(
 
 
 async def fetch_validate(port: int, body: dict[str, Any]) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as session:
-        async with session.post(f"http://127.0.0.1:{port}/validate", json={"object": body}) as answer:
-            return answer.status, await answer.text()
+    url = f"http://127.0.0.1:{port}/validate"
+    async with aiohttp.ClientSession() as session, session.post(url, json={"object": body}) as answer:
+        return answer.status, await answer.text()
