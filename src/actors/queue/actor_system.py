@@ -131,6 +131,8 @@ class ActorSystem:
         # Keys whose last run failed (or had to back off), until when: events that may wait for
         # that (`deferrable`) do not run them sooner.
         self._backing_off: dict[str, float] = {}
+        # Keys whose backoff is kept through a success until then (see _loop).
+        self._calm_after: dict[str, float] = {}
         self._task_group: TaskGroup | None = None
         self.stats = ActorStats()
 
@@ -273,19 +275,28 @@ class ActorSystem:
                 actor.queued_at, actor.urgent = None, False
                 outcome = await self._run_once(actor, queued_at, urgent)
                 self._admit_backlog()  # our slot is free again
+                now = self._clock.now()
                 if outcome.failed or outcome.back_off:
                     self.stats.failures += outcome.failed
-                    actor.due = self._clock.now() + self._limiter.when(actor.key)
+                    delay = self._limiter.when(actor.key)
+                    actor.due = now + delay
                     self._backing_off[actor.key] = actor.due
+                    if outcome.back_off:
+                        # A success before this has passed is a lull in a fight, not its end: the
+                        # backoff goes on growing (a hand edit every 50 ms leaves a quiet pass
+                        # between two take-backs, which would otherwise reset it every time).
+                        self._calm_after[actor.key] = actor.due + delay
                     if actor.pending and actor.deferrable:
                         # Only derived objects' events came during the run: they wait too.
                         actor.pending = False
                         actor.wake = anyio.Event()
                 else:
                     self._backing_off.pop(actor.key, None)
-                    self._limiter.forget(actor.key)
+                    if now >= self._calm_after.get(actor.key, -math.inf):
+                        self._calm_after.pop(actor.key, None)
+                        self._limiter.forget(actor.key)
                     if outcome.requeue_after is not None:
-                        actor.due = self._clock.now() + outcome.requeue_after
+                        actor.due = now + outcome.requeue_after
                 if actor.pending:
                     await self._settle_burst(actor)
         except Exception:

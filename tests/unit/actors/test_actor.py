@@ -424,3 +424,51 @@ async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
     assert (True, 0.0) in waits  # ns/edit started at once
     assert all(seconds <= 0.5 + 0.01 for urgent, seconds in waits if urgent)  # bulk-1's follow-up too
     assert max(seconds for urgent, seconds in waits if not urgent) >= 2.0  # bulk-6..8 waited two rounds
+
+
+async def test_a_derived_objects_events_wait_for_the_keys_backoff_and_a_users_change_does_not() -> None:
+    clock = FakeClock()
+    runs: list[float] = []
+
+    async def reconcile(key: str) -> Action:
+        runs.append(clock.now())
+        return Action(failed=True)  # a conflict that persists
+
+    limiter = RateLimiter(ExponentialBackoff(Backoff(1.0, 100.0)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock))
+    system = ActorSystem(reconcile, max_concurrent=4, limiter=limiter, idle_timeout=60.0, clock=clock)
+    async with system_running(system):
+        system.notify("ns/a")
+        await clock.until(lambda: len(runs) == 1)
+        for _ in range(20):  # another writer's changes of the derived object, every 50 ms
+            system.notify("ns/a", deferrable=True)
+            await clock.advance(0.04)
+        assert len(runs) == 1  # all of them waited for the backoff (1 s)
+        await clock.until(lambda: len(runs) == 2)
+        assert runs[1] - runs[0] >= 1.0
+        system.notify("ns/a", urgent=True)  # the user edits the Instance: at once
+        await clock.until(lambda: len(runs) == 3, timeout=0.5)
+
+
+async def test_a_take_back_that_keeps_recurring_backs_off_through_the_quiet_passes_between() -> None:
+    clock = FakeClock()
+    runs: list[float] = []
+    edited = [True]
+
+    async def reconcile(key: str) -> Action:
+        runs.append(clock.now())
+        took_back, edited[0] = edited[0], False
+        return Action(back_off=took_back)
+
+    limiter = RateLimiter(ExponentialBackoff(Backoff(0.005, 1000.0)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock))
+    system = ActorSystem(reconcile, max_concurrent=4, limiter=limiter, idle_timeout=60.0, clock=clock)
+    async with system_running(system):
+        system.notify("ns/a")
+        end = clock.now() + 30.0
+        while clock.now() < end:  # a hand edit every 50 ms, each event a deferrable one
+            edited[0] = True
+            system.notify("ns/a", deferrable=True)
+            await clock.advance(0.05)
+    # Each take-back doubles the wait before the next (5 ms ... 20 s): about log2(30 s / 5 ms)
+    # take-backs and as many quiet passes, not one per edit (600).
+    assert len(runs) <= 2 * 14, len(runs)
+    assert system.stats.failures == 0  # a take-back is no failure

@@ -1,0 +1,142 @@
+"""Issue 29, finding 5: a writer fighting the provider does not set its pace.
+
+Five writers change `spec.replicas` of five derived LLMInferenceServices every 50 ms: three apply
+it as another field manager (`gitops`, forcing: the provider's apply then conflicts), two edit it by
+hand (`kubectl-edit`: the provider takes the field back). Before, every foreign write's event ran
+the reconcile at once and cleared its backoff: ≈ 14.5 requests a second per writer, one status
+write per foreign write. Now the events of a derived object wait for its Instance's backoff, and a
+take-back backs off as a failure does: each fought Instance costs a few passes whose spacing
+doubles (5 ms, 10 ms, ... up to 1000 s), about log2(T / 5 ms) passes in T seconds and at most three
+writes each (the refused or forced apply and a status), and an Instance nobody fights is changed
+as promptly as without the fight.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.client import ApiError, KubeClient
+from actors.client.known_resources import INSTANCES
+from plane import free_port
+from provider.model.kinds import LLM_INFERENCE_SERVICE
+from tests.support.convergence import wait_converged
+from tests.support.instances import llm_instance
+from tests.support.provider_process import ProviderProcess, write_kubeconfig
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+FIGHT_SECONDS = 30.0
+FOUGHT = [f"fought-{i}" for i in range(5)]
+WRITE_VERBS = ("create", "update", "patch", "delete")
+# Passes of a fought Instance in the fight: its backoff doubles from 5 ms (and one more pass per
+# writer whose event met a pass under way), three writes each at most.
+PASSES = math.log2(FIGHT_SECONDS / 0.005) + 3
+WRITES_PER_FOUGHT = 3 * PASSES
+
+
+def writes(port: int) -> Counter[str]:
+    """The provider's writes so far by verb, resource and code, from its own /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    counts: Counter[str] = Counter()
+    for line in text.splitlines():
+        if line.startswith("provider_api_requests_total{") and any(f'verb="{v}"' in line for v in WRITE_VERBS):
+            labels, value = line.rsplit(" ", 1)
+            counts[labels.removeprefix("provider_api_requests_total")] += int(float(value))
+    return counts
+
+
+async def gitops(kube: KubeClient, namespace: str, name: str, until: float) -> int:
+    """Applies replicas: 3 as field manager `gitops`, forcing, every 50 ms."""
+    body = {
+        "apiVersion": LLM_INFERENCE_SERVICE.api_version,
+        "kind": LLM_INFERENCE_SERVICE.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": 3},
+    }
+    count = 0
+    while time.monotonic() < until:
+        await kube.apply(LLM_INFERENCE_SERVICE, body, field_manager="gitops", force=True)
+        count += 1
+        await anyio.sleep(0.05)
+    return count
+
+
+async def kubectl_edit(kube: KubeClient, namespace: str, name: str, until: float) -> int:
+    """Sets replicas: 4 by hand (a read and an update, as `kubectl edit` does) every 50 ms."""
+    count = 0
+    while time.monotonic() < until:
+        live = await kube.get(LLM_INFERENCE_SERVICE, namespace, name)
+        assert live is not None
+        live["spec"]["replicas"] = 4
+        try:
+            await kube.replace(LLM_INFERENCE_SERVICE, live, field_manager="kubectl-edit")
+            count += 1
+        except ApiError as err:
+            if not err.conflict:
+                raise
+        await anyio.sleep(0.05)
+    return count
+
+
+async def change_latency(kube: KubeClient, namespace: str, replicas: int) -> float:
+    """Seconds from a change of the bystander Instance to its LLMInferenceService carrying it."""
+    started = time.monotonic()
+    await kube.patch(INSTANCES, namespace, "bystander", {"spec": {"components": {"llmEngine": {"replicas": replicas}}}})
+
+    async def applied() -> bool:
+        live = await kube.get(LLM_INFERENCE_SERVICE, namespace, "bystander")
+        return (live or {}).get("spec", {}).get("replicas") == replicas
+
+    await wait_for(applied, timeout=60, interval=0.02, what="the bystander's change applied")
+    return time.monotonic() - started
+
+
+async def test_five_fighting_writers_cost_a_bounded_number_of_requests(
+    controlplane: Any, kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    metrics = free_port()
+    kubeconfig = write_kubeconfig(controlplane, tmp_path / "kubeconfig")
+    args = ["--metrics-port", str(metrics)]
+    provider = ProviderProcess(kubeconfig, namespace, tmp_path / "provider.log", args=args)
+    for name in [*FOUGHT, "bystander"]:
+        await kube.create(INSTANCES, llm_instance(name, namespace, on_cluster=True))
+    try:
+        await provider.start()
+        await wait_converged(kube, namespace, [*FOUGHT, "bystander"])
+        calm = await change_latency(kube, namespace, 2)
+        before = writes(metrics)
+        until = time.monotonic() + FIGHT_SECONDS
+        foreign = {}
+        async with anyio.create_task_group() as tg:
+
+            async def fight(name: str, writer: Any) -> None:
+                foreign[name] = await writer(kube, namespace, name, until)
+
+            for i, name in enumerate(FOUGHT):
+                tg.start_soon(fight, name, gitops if i < 3 else kubectl_edit)
+            await anyio.sleep(FIGHT_SECONDS / 2)
+            fought = await change_latency(kube, namespace, 3)
+        by_request = writes(metrics) - before
+        ours = sum(by_request.values())
+        rate = ours / FIGHT_SECONDS
+        print(
+            f"{sum(foreign.values())} foreign writes in {FIGHT_SECONDS:.0f} s; the provider's writes: "
+            f"{ours:.0f} ({rate:.1f}/s, {ours / len(FOUGHT):.0f} per fought Instance, bound "
+            f"{WRITES_PER_FOUGHT:.0f}); the bystander's change applied in {calm * 1000:.0f} ms calm, "
+            f"{fought * 1000:.0f} ms during the fight; {dict(by_request)}"
+        )
+        assert ours <= WRITES_PER_FOUGHT * len(FOUGHT) + 4  # the bystander's own pass
+        assert fought < max(3 * calm, 2.0)
+        assert provider.alive()
+    finally:
+        await provider.stop()
