@@ -95,7 +95,7 @@ async def change_latency(kube: KubeClient, namespace: str, replicas: int) -> flo
 
     async def applied() -> bool:
         live = await kube.get(LLM_INFERENCE_SERVICE, namespace, "bystander")
-        return (live or {}).get("spec", {}).get("replicas") == replicas
+        return bool((live or {}).get("spec", {}).get("replicas") == replicas)
 
     await wait_for(applied, timeout=60, interval=0.02, what="the bystander's change applied")
     return time.monotonic() - started
