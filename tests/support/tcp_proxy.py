@@ -1,4 +1,5 @@
-"""A network partition: a TCP proxy between the provider and the API server that a test can cut."""
+"""A network partition: a TCP proxy between the provider and the API server that a test can cut, or
+slow down."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ class TcpProxy:
 
     target_port: int
     port: int = 0
+    # Seconds each chunk waits before it is passed on, both ways (a long network).
+    delay: float = 0.0
     connected: bool = True
     _server: asyncio.Server | None = None
     _pipes: set[asyncio.StreamWriter] = field(default_factory=set)
@@ -52,6 +55,8 @@ class TcpProxy:
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 writer.write(data)
                 await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
