@@ -8,7 +8,7 @@ import pytest
 
 from provider.topologies.llm.validation import read_llm, validate_llm
 from tests.support.instances import as_model, llm_instance
-from tests.support.llm_topology import CATALOG, fails, passes, settings
+from tests.support.llm_topology import CATALOG, GATEWAY_SETTINGS, fails, passes, settings
 
 # -- catalog slots and explicit adapters (Go provider rules, kserve-behavior §1.5) -----------------
 
@@ -133,3 +133,26 @@ def test_read_llm_does_not_need_the_catalog() -> None:
     engine = {"loraDeployment": "enabled", "loraSlot1": "not-in-any-catalog"}
     assert read_llm(as_model(llm_instance(engine=engine)), settings()).adapters == ()
     assert fails(engine).startswith("llmEngine.parameters.loraSlot1 references unknown adapter")
+
+
+def test_adapters_are_held_to_what_the_ai_gateway_route_takes() -> None:
+    gateway = settings(**GATEWAY_SETTINGS)
+    adapters = [{"name": f"a{i}", "uri": f"hf://o/a{i}"} for i in range(127)]
+    topology = {"externalAccess": "EnvoyAIGateway"}
+    passes({"lora": {"adapters": adapters}}, settings_=gateway, topology=topology)  # 128 models: the limit
+    message = fails(
+        {"lora": {"adapters": [*adapters, {"name": "one-more", "uri": "hf://o/x"}]}},
+        settings_=gateway,
+        topology=topology,
+    )
+    assert message == (
+        "externalAccess EnvoyAIGateway routes at most 128 models (the base model and 127 LoRA adapters); "
+        "this Instance serves 129"
+    )
+    long_name = [{"name": "a" * 1025, "uri": "hf://o/long"}]
+    passes({"lora": {"adapters": long_name}}, settings_=gateway, topology=topology)  # a route takes 4096
+    quota = settings(**GATEWAY_SETTINGS, ai_gateway_rate_limit_redis_url="redis://r:6379")
+    message = fails({"lora": {"adapters": long_name}}, settings_=quota, topology=topology)
+    assert message.endswith("is 1025 characters long; the token limit policy matches names of at most 1024")
+    # Without the AI Gateway, no route: the limits are the route's, not the adapters'.
+    passes({"lora": {"adapters": [*adapters, {"name": "b" * 5000, "uri": "hf://o/x"}]}})

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from provider.rules.pod_security import PodPolicy, level_of, violation
+from provider.rules.pod_security import Level, PodPolicy, level_of, metadata_violation, violation
 
 RESTRICTED = PodPolicy("restricted")
 BASELINE = PodPolicy("baseline")
@@ -82,13 +82,17 @@ def test_service_account_and_secrets_are_refused_unless_the_chart_allows_them() 
     pod = {
         "serviceAccountName": "admin",
         "volumes": [{"name": "s", "secret": {"secretName": "db"}}],
-        "containers": [{"name": "m", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "db", "key": "k"}}}]}],
+        "containers": [
+            {"name": "m", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "db", "key": "k"}}}]}
+        ],
     }
     assert (violation(pod, "t", PRIVILEGED) or "").startswith("t.serviceAccountName: choosing the pod's ServiceAccount")
     allowed_sa = PodPolicy("privileged", allow_service_account=True)
     assert (violation(pod, "t", allowed_sa) or "").startswith("t.volumes[0].secret: referencing Secrets")
     without_volume = {**pod, "volumes": []}
-    assert (violation(without_volume, "t", allowed_sa) or "").startswith("t.containers[0].env[0].valueFrom.secretKeyRef")
+    assert (violation(without_volume, "t", allowed_sa) or "").startswith(
+        "t.containers[0].env[0].valueFrom.secretKeyRef"
+    )
     assert violation(pod, "t", PodPolicy("privileged", True, True)) is None
 
 
@@ -101,3 +105,34 @@ def test_the_namespace_label_picks_the_level() -> None:
     assert level_of({"pod-security.kubernetes.io/enforce": "baseline"}, "restricted") == "baseline"
     assert level_of({"pod-security.kubernetes.io/enforce": "nonsense"}, "restricted") == "restricted"
     assert level_of({}, "privileged") == "privileged"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "labels", "level", "problem"),
+    [
+        (
+            {"container.apparmor.security.beta.kubernetes.io/main": "unconfined"},
+            {},
+            "baseline",
+            "AppArmor profile 'unconfined'",
+        ),
+        ({"container.apparmor.security.beta.kubernetes.io/main": "runtime/default"}, {}, "restricted", None),
+        ({"container.apparmor.security.beta.kubernetes.io/main": "localhost/mine"}, {}, "restricted", None),
+        ({"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}, {}, "baseline", "seccomp profile 'unconfined'"),
+        ({"container.seccomp.security.alpha.kubernetes.io/main": "other"}, {}, "restricted", "seccomp profile 'other'"),
+        ({"container.seccomp.security.alpha.kubernetes.io/main": "other"}, {}, "baseline", None),
+        ({"container.apparmor.security.beta.kubernetes.io/main": "unconfined"}, {}, "privileged", None),
+        ({}, {"app.kubernetes.io/name": "x"}, "privileged", "the label is KServe's or the provider's"),
+        ({}, {"kserve.io/component": "workload"}, "baseline", "the label is KServe's or the provider's"),
+        ({}, {"core.openeverest.io/provider": "x"}, "baseline", "the label is KServe's or the provider's"),
+        ({"team": "a"}, {"team": "a", "app": "chat"}, "restricted", None),
+    ],
+)
+def test_labels_and_annotations_that_reach_the_pods(
+    annotations: dict[str, str], labels: dict[str, str], level: Level, problem: str | None
+) -> None:
+    found = metadata_violation(annotations, labels, "config", PodPolicy(level))
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found and found.startswith("config.")
