@@ -80,11 +80,12 @@ class SyncResult:
     observed: dict[tuple[Resource, str], KubeObject] = field(default_factory=dict)
     applied: int = 0
     skipped: int = 0
-    pruned: int = 0
     # An event of a written object arrived during the write that was not the write itself.
     recheck: bool = False
-    # Fields another writer took by hand (kubectl edit, scale) that the pass took back.
-    taken_back: int = 0
+    # Fields another writer took by hand (kubectl edit, scale) that the pass took back, in words.
+    taken_back: list[str] = field(default_factory=list)
+    # Objects the pass pruned, in words.
+    pruned_objects: list[str] = field(default_factory=list)
 
 
 class Applier:
@@ -141,7 +142,7 @@ class Applier:
         for ref in self.index.owned_by(owner_key, str(meta.get("uid", ""))):
             if (ref.resource, ref.name) not in wanted and ref.resource not in self.unpruned:
                 await self.delete(ref)
-                result.pruned += 1
+                result.pruned_objects.append(f"{ref.kind} {ref.name}")
         return result
 
     def _live(self, owner_key: str, owner_uid: str, resource: Resource, name: str) -> OwnedRef | None:
@@ -260,7 +261,8 @@ class Applier:
             conflicts = parse_conflicts(err)
             if force or not conflicts or not all(c.hand_edit for c in conflicts):
                 raise ApplyConflict(stamped["kind"], stamped["metadata"]["name"], conflicts) from err
-            result.taken_back += len(conflicts)
+            kind, name = stamped["kind"], stamped["metadata"]["name"]
+            result.taken_back += [f"{kind} {name} {c.field} (from {c.manager})" for c in conflicts]
             log.info(
                 "restoring fields edited by hand",
                 kind=stamped["kind"],

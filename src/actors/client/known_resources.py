@@ -9,3 +9,4 @@ PROVIDERS = Resource("core.openeverest.io", "v1alpha1", "providers", "Provider",
 SECRETS = Resource("", "v1", "secrets", "Secret")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event")

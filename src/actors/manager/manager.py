@@ -13,6 +13,7 @@ fails start-up with a message naming its kind. No component rewrites another's a
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -36,9 +37,10 @@ from actors.manager.shared import SharedActors, SharedContext, informer_watch
 from actors.observe.metrics import RuntimeMetrics
 from actors.queue.actor_system import ActorSystem
 from actors.reconcile.reconciler import InstanceReconciler, RuntimeConfig
-from actors.reconcile.validate import validate
+from actors.reconcile.validate import Refusal, validate
 from actors.reconcile.versions import effective_bundle, version_problem
 from actors.serve import endpoints
+from actors.status.events import EventRecorder
 from actors.status.writer import StatusWriter
 
 log = structlog.get_logger("actors.manager.manager")
@@ -94,6 +96,13 @@ class Manager:
         self.providers: dict[str, KubeObject] = {}
         self.kinds = self._owned_kinds()
         self.status = StatusWriter(client, field_manager=provider.name)
+        self.events = EventRecorder(
+            client,
+            controller=provider.name,
+            instance=socket.gethostname(),
+            flush_interval=opts.events_flush_interval,
+            series_window=opts.events_series_window,
+        )
         self.reconciler = self._reconciler()
         self.actors = ActorSystem(
             self.reconciler,
@@ -183,6 +192,7 @@ class Manager:
             rejected=self.instances.rejected,
             not_served=self.kinds.not_served,
             writes=self.writes,
+            events=self.events,
         )
 
     def _scopes(self) -> list[str | None]:
@@ -221,6 +231,7 @@ class Manager:
 
     async def _lead(self, tg: anyio.abc.TaskGroup) -> None:
         await tg.start(self.status.start)
+        tg.start_soon(self.events.run)
         await tg.start(self.actors.run)
         opts = self.options
         watch = informer_watch(self.client, opts.watch_settings(), opts.shared_sync_timeout)
@@ -262,7 +273,7 @@ class Manager:
             limits=self.options.limits,
             context=lambda instance: ReconcileContext(instance=instance, client=self.client, available=available),
         )
-        return validated if isinstance(validated, str) else None
+        return validated.message if isinstance(validated, Refusal) else None
 
     def published_schema(self) -> dict[str, Any] | None:
         provider = self.providers.get(self.provider.name)

@@ -64,6 +64,10 @@ class ManagerOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    # Events repeating on an Instance are one Event and a series, whose count is written this often
+    # (client-go: 30 min) and which is forgotten after this long without a repeat (client-go: 6 min).
+    events_flush_interval: float = 60.0
+    events_series_window: float = 360.0
     limits: InstanceLimits = field(default_factory=InstanceLimits)
     endpoints: Endpoints = field(default_factory=Endpoints)
 

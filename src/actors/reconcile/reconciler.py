@@ -45,9 +45,11 @@ from actors.observe.metrics import RuntimeMetrics
 from actors.observe.tracing import span
 from actors.queue.actor_system import Action
 from actors.reconcile import finalizer
-from actors.reconcile.validate import Validated, validate
+from actors.reconcile.notices import Notices
+from actors.reconcile.validate import Refusal, Validated, validate
 from actors.reconcile.versions import awaiting_provider
 from actors.status.connection_secret import connection_secret
+from actors.status.events import EventRecorder
 from actors.status.writer import StatusWriter
 
 log = structlog.get_logger("actors.reconcile.reconciler")
@@ -89,6 +91,7 @@ class InstanceReconciler:
         rejected: Mapping[str, str] | None = None,
         not_served: Callable[[Resource], None] = lambda resource: None,
         writes: WriteLedger | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -105,6 +108,8 @@ class InstanceReconciler:
         self._not_served = not_served
         # Our writes to an Instance's metadata (the finalizer): their watch events wake no one.
         self._writes = writes if writes is not None else WriteLedger()
+        # What a user must know, as Events on the Instance.
+        self.notices = Notices(events)
 
 
     # -- entry point ----------------------------------------------------------------------
@@ -203,13 +208,14 @@ class InstanceReconciler:
                 context=self._context,
                 rejected=self.rejected.get(key),
             )
-        if isinstance(validated, str):
-            log.info("validation failed", reason=validated[:500])
+        if isinstance(validated, Refusal):
+            log.info("validation failed", reason=validated.message[:500])
             await self.status.write(
                 instance,
-                StatusReport(Phase.FAILED, validated),
-                runtime=[Condition(COND_VALID, "False", "ValidationFailed", validated)],
+                StatusReport(Phase.FAILED, validated.message),
+                runtime=[Condition(COND_VALID, "False", "ValidationFailed", validated.message)],
             )
+            await self.notices.refused(instance, validated)
             # Bad input is not retried hot: the next spec change (a watch event) runs us again, as
             # does a Provider change (the manager wakes whom it concerns). A Provider not known yet
             # is retried with backoff, as the Go runtime does.
@@ -255,7 +261,10 @@ class InstanceReconciler:
                 connection_problem=clash,
                 complete=True,
             )
+        await self.notices.phase(instance, report.phase, report.message)
+        await self.notices.deleted(instance, synced.pruned_objects)
         if synced.taken_back:
+            await self.notices.taken_back(instance, synced.taken_back)
             # A hand edit undone: if the next pass must undo one again, it waits longer each time.
             return Action(back_off=True)
         if synced.recheck:
@@ -286,6 +295,7 @@ class InstanceReconciler:
             # API server refuses as invalid stays refused until the Instance changes: Failed.
             keep_phase=not isinstance(err, InvalidObject),
         )
+        await self.notices.sync_failed(instance, err)
         if isinstance(err, NameClash):
             return Action(requeue_after=NAME_CLASH_RETRY)
         if isinstance(err, InvalidObject):
@@ -330,6 +340,7 @@ class InstanceReconciler:
             remaining = [ref for ref in owned if ref.deleting] + [
                 ref for ref, went in zip(to_delete, gone, strict=True) if not went
             ]
+            await self.notices.deleted(instance, [f"{ref.kind} {ref.name}" for ref in to_delete])
         if remaining:
             # Deletions land as watch events that run us again; while an object is held (a
             # foreign finalizer, say) we retry with backoff and keep our finalizer.
@@ -344,4 +355,6 @@ class InstanceReconciler:
                     drop_label=None if ours else self.config.provider_name,
                 )
             log.info("cleanup complete, finalizer removed" if ours else "released to another provider")
+            if not ours:
+                await self.notices.released(instance, provider_name(instance))
         return Action()

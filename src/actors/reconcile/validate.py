@@ -19,6 +19,16 @@ from actors.reconcile.versions import effective_bundle, resolve_versions, versio
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """Why an Instance cannot be reconciled: a message for its status, and which check said so."""
+
+    # OverLimit (a bound on what an Instance may cost), VersionBundleNotDefined, or ValidationFailed
+    # (the provider's rules).
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Validated:
     """An Instance that passed Validate."""
 
@@ -38,15 +48,16 @@ async def validate(
     limits: InstanceLimits,
     context: Callable[[KubeObject], ReconcileContext],
     rejected: str | None = None,
-) -> Validated | str:
-    """What the provider read, or why the Instance cannot be reconciled (a message for its status)."""
-    problem = rejected or limits.problem(instance) or version_problem(instance, providers)
-    if problem is not None:
-        return problem
+) -> Validated | Refusal:
+    """What the provider read, or why the Instance cannot be reconciled."""
+    if problem := rejected or limits.problem(instance):
+        return Refusal("OverLimit", problem)
+    if problem := version_problem(instance, providers):
+        return Refusal("VersionBundleNotDefined", problem)
     bundle = effective_bundle(instance, providers)
     ctx = context(resolve_versions(instance, providers, bundle))
     try:
         valid = await provider.validate(ctx)
     except ValidationFailed as err:
-        return err.message
+        return Refusal("ValidationFailed", err.message)
     return Validated(ctx, bundle, valid)

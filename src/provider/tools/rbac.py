@@ -161,6 +161,13 @@ RULES: tuple[Rule, ...] = (
         ("create",),
         "With metrics.protection or validation.auth rbac: whether that user may use the endpoint.",
     ),
+    Rule(
+        "events.k8s.io",
+        ("events",),
+        ("create", "patch"),
+        "Events on Instances (`kubectl describe instance`): created once, then their series' count "
+        "patched as they repeat.",
+    ),
     # -- the provider's own namespace ----------------------------------------------------------
     Rule(
         "coordination.k8s.io",

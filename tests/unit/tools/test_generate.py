@@ -150,9 +150,11 @@ def test_rbac_is_least_privilege() -> None:
         ("customresourcedefinitions", {"get"}),
     ):
         assert {v for g, r, s, v in granted if r == resource} == verbs, resource
-    # Instances are never created or deleted by the provider; events are not used.
+    # Instances are never created or deleted by the provider; Events are only created and patched
+    # (their series), in the events.k8s.io API, never the core one.
     assert not {v for g, r, s, v in granted if r == "instances" and not s} & {"create", "delete"}
-    assert not any(r == "events" for g, r, s, v in granted)
+    events = {(g, v) for g, r, s, v in granted if r == "events"}
+    assert events == {("events.k8s.io", "create"), ("events.k8s.io", "patch")}
     # Leases only in the provider's own namespace.
     leases = [c for c in rbac.access_checks("ns") if c.resource == "leases"]
     assert leases and all(c.namespace == "ns" for c in leases)
