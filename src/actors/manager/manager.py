@@ -1,14 +1,16 @@
 """The manager (controller-runtime's word): builds the runtime's components in dependency order and
 runs them, each with anyio's structured start, so a component is started only once what it needs is.
 
-Built (in `__init__`, no I/O): metrics, the owned index, the record of our own writes, the Applier,
-the Instance store, the owned kinds, the status writer, the reconciler, the actor system (our
-workqueue) and, when asked, the leader elector. Started (in `run`), in order: the HTTP endpoints;
-the Provider resources' cache (every replica serves /validate); the lease, when electing; then, as
-the leader: the status writer (it reads what the Instance CRD supports), the actor system, the
-provider's shared actors, the owned kinds (discovered, their caches synced, so the first reconciles
-see existing objects), the Instance caches, and the periodic resync. A cache that does not sync
-fails start-up with a message naming its kind. No component rewrites another's attributes.
+Built (in `__init__`, no I/O): metrics, the owned index, the ledger of our own writes, the Applier,
+the Instance store, the owned kinds, the status writer, the event recorder, the reconciler, the
+actor system (our workqueue) and, when asked, the leader elector, whose fence then guards every
+write of the client. Started (in `run`), in order: the HTTP endpoints (each with its connection
+guard); the Provider resources' cache (every replica serves /validate); the lease, when electing;
+then, as the leader: the status writer (it reads what the Instance CRD supports), the event
+recorder's flush, the actor system, the provider's shared actors, the owned kinds (discovered,
+their caches synced, so the first reconciles see existing objects), the Instance caches, and the
+periodic resync. A cache that does not sync fails start-up with a message naming its kind. No
+component rewrites another's attributes.
 """
 
 from __future__ import annotations
