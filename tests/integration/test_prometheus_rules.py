@@ -111,8 +111,10 @@ def test_every_dashboard_query_is_valid_promql(promtool: Path, tmp_path: Path) -
 
 def test_provider_dashboard_and_alerts_name_only_metrics_the_runtime_exposes(chart: Path) -> None:
     metrics = RuntimeMetrics()
+    metrics.reconciles.labels(result="success").inc()
     metrics.observe_request("get", "instances", 200, 0.01)
     metrics.observe_queue_wait(0.1, urgent=True)
+    metrics.observe_reconcile(0.1, urgent=False)
     metrics.step_seconds.labels(step="sync").observe(0.1)
     metrics.step_errors.labels(step="sync").inc()
     metrics.gc_pause_seconds.labels(generation="2").observe(0.001)

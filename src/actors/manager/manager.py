@@ -100,6 +100,7 @@ class Manager:
             max_concurrent=opts.max_concurrent,
             idle_timeout=opts.idle_timeout,
             on_wait=self.metrics.observe_queue_wait,
+            on_run=self.metrics.observe_reconcile,
         )
         self.elector = (
             LeaderElector(

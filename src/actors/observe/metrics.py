@@ -98,6 +98,16 @@ class RuntimeMetrics:
         self._queue_wait = {
             urgent: self.queue_wait_seconds.labels(priority="urgent" if urgent else "bulk") for urgent in (True, False)
         }
+        self.reconcile_seconds = Histogram(
+            "provider_reconcile_seconds",
+            "Duration of a whole reconcile (holding its slot), by priority as for the queue wait",
+            ["priority"],
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self._reconcile_run = {
+            urgent: self.reconcile_seconds.labels(priority="urgent" if urgent else "bulk") for urgent in (True, False)
+        }
         self.retries = Counter("provider_retries_total", "Reconciles that will be retried", registry=self.registry)
         self.live_actors = Gauge("provider_live_actors", "Per-Instance actors alive", registry=self.registry)
         self.scheduled_runs = Gauge(
@@ -123,6 +133,9 @@ class RuntimeMetrics:
 
     def observe_queue_wait(self, seconds: float, urgent: bool) -> None:
         self._queue_wait[urgent].observe(seconds)
+
+    def observe_reconcile(self, seconds: float, urgent: bool) -> None:
+        self._reconcile_run[urgent].observe(seconds)
 
     def observe_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
         # The labelled children are kept: `labels()` checks and joins its arguments on every call.
