@@ -422,7 +422,7 @@ build_jaeger_binary() { # work-dir
     return
   fi
   prepare_jaeger_module "$work"
-  log "compiling jaeger $JAEGER_VERSION (cold: ~10 min on 2 cores)"
+  log "compiling jaeger $JAEGER_VERSION (cold: ~14 min on 2 busy cores)"
   local pkg=github.com/jaegertracing/jaeger/internal/version
   go build -p "$(nproc)" -trimpath -o "$bin/jaeger.tmp" \
     -ldflags "-s -w -X $pkg.latestVersion=$JAEGER_VERSION -X $pkg.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
@@ -450,7 +450,7 @@ install_prometheus() { # bin
   need go "prometheus"
   local common=github.com/prometheus/common/version
   for name in "${missing[@]}"; do
-    log "building $name $PROMETHEUS_VERSION from github.com/prometheus/prometheus (cold: promtool ~6 min, prometheus ~2 min more on 2 cores)"
+    log "building $name $PROMETHEUS_VERSION from github.com/prometheus/prometheus (cold: promtool ~16 min, prometheus ~4 min more on 2 busy cores)"
     GOBIN="$bin" go install -trimpath \
       -ldflags "-s -w -X $common.Version=${PROMETHEUS_VERSION#v} -X $common.Branch=HEAD" \
       "github.com/prometheus/prometheus/cmd/$name@$PROMETHEUS_VERSION" >&2
