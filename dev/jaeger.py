@@ -86,6 +86,9 @@ class Jaeger:
                     "jaeger_storage": {"backends": {"memory": {"memory": {"max_traces": 100000}}}},
                     "jaeger_query": {
                         "storage": {"traces": "memory"},
+                        # Its own spans would go to an OTLP collector on localhost:4317 (none), and
+                        # its shutdown would wait 10 s for that export.
+                        "enable_tracing": False,
                         "http": {"endpoint": f"{self.host}:{self.query_port}"},
                         "grpc": {"endpoint": f"{self.host}:{self.query_grpc_port}"},
                     },
