@@ -44,14 +44,15 @@ kserve-binaries: binaries
 	dev/build-controlplane.sh kwok >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
 
-## observability-tools: Jaeger v2, prometheus and promtool (built once, cached; cold ~14 + ~20 min)
+## observability-tools: Jaeger v2, prometheus and promtool (built once, cached; cold ~14 + ~8 min)
 observability-tools:
 	dev/build-controlplane.sh jaeger >/dev/null
 	dev/build-controlplane.sh prometheus >/dev/null
 
 ## demo: a local cluster with the real KServe controllers, the CRDs, the provider, examples/ applied;
 ## prints each Instance going Provisioning -> Ready, then the objects and status
-demo: $(STAMP) kserve-binaries observability-tools
+demo: $(STAMP) kserve-binaries
+	dev/build-controlplane.sh jaeger >/dev/null
 	$(BIN)/python dev/demo.py
 
 ## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd, and on the
