@@ -1,5 +1,6 @@
 """The provider's telemetry in the tools its users run, on a real node: the pod exports its spans to
-a real Jaeger through the chart's own `tracing.otlpEndpoint`, and a real Prometheus scrapes the pod
+a real Jaeger through the chart's own `tracing.otlpEndpoint` (and, with `tracing.llm`, points every
+llm Instance's vLLM at the same Jaeger), and a real Prometheus scrapes the pod
 through the chart's Service with a ServiceAccount token of its own (metrics.protection rbac: the
 provider asks the API server with a TokenReview and a SubjectAccessReview), evaluates the chart's
 alerts on what it scraped, and answers for the reconcile counter and the example Instances."""
@@ -21,8 +22,10 @@ from prometheus import Prometheus, chart_rules
 from tests.e2e.conftest import MEASUREMENTS, RELEASE, RELEASE_NAMESPACE
 from tests.e2e.support import (
     EXAMPLES_NAMESPACE,
+    KSERVE_RESOURCE,
     SERVICE_ACCOUNT,
     examples,
+    get_json,
     instances,
     kubectl,
     synced,
@@ -42,7 +45,11 @@ def jaeger(node: NodeCluster) -> Iterator[Jaeger]:
 
 @pytest.fixture(scope="module")
 def release(node: NodeCluster, install: Callable[..., None], jaeger: Jaeger) -> str:
-    install(f"tracing.otlpEndpoint={jaeger.otlp_http}")
+    install(
+        f"tracing.otlpEndpoint={jaeger.otlp_http}",
+        f"tracing.llm.otlpEndpoint={jaeger.otlp_grpc}",
+        "tracing.llm.all=true",
+    )
     kubectl(node, "create", "namespace", EXAMPLES_NAMESPACE)
     for path in examples():
         kubectl(node, "apply", "-n", EXAMPLES_NAMESPACE, "-f", str(path))
@@ -76,6 +83,14 @@ def test_the_pods_spans_arrive_in_jaeger_through_the_charts_settings(
     roots = wait_for("a reconcile trace of every example Instance in Jaeger", reconciled_roots, timeout=120)
     for key in keys:
         assert attributes(roots[key])["reconcile.result"] in ("success", "error"), key
+    # The chart told the provider to point every llm Instance's vLLM at the same collector, but
+    # where an Instance names a collector of its own (examples/instance-llm.yaml).
+    llm = [i for i in instances(node) if i["spec"]["topology"]["type"] == "llm"]
+    own = {i["metadata"]["name"]: (i["spec"]["topology"].get("parameters") or {}).get("tracingEndpoint") for i in llm}
+    assert llm and None in own.values()
+    for name, endpoint in own.items():
+        service = get_json(node, KSERVE_RESOURCE["llm"], "-n", EXAMPLES_NAMESPACE, name)
+        assert service["spec"]["tracing"] == {"exporterEndpoint": endpoint or jaeger.otlp_grpc}, name
     spans = jaeger.traces()
     writes = [attributes(s) for s in spans if s["name"] == "apply"]
     kinds = {w["k8s.kind"] for w in writes if w.get("http.response.status_code") in (200, 201)}
@@ -137,13 +152,19 @@ def test_prometheus_scrapes_the_pod_through_the_service_with_its_own_token(
         assert phases <= {"Pending", "Provisioning", "Initializing", "Ready", "Updating", "Failed"}, phases
         assert prometheus.query("max(provider_leader)") == {(): 1.0}
         assert _total(prometheus.query("process_resident_memory_bytes")) > 2**20
-        # The chart's alerts evaluate cleanly on the real series; the provider is up and leads.
-        groups = wait_for(
-            "the chart's rules evaluated", lambda: _evaluated(prometheus.api("rules")["groups"]), timeout=30
-        )
-        rules = {r["name"]: r for g in groups for r in g["rules"]}
+
+        # The chart's alerts evaluate cleanly on the real series; the provider is up and leads (an
+        # evaluation before the first scrape finds no series: "down" is pending until the next).
+        def rules_after_a_scrape() -> dict[str, dict[str, Any]] | None:
+            groups = _evaluated(prometheus.api("rules")["groups"])
+            rules = {r["name"]: r for g in groups or [] for r in g["rules"]}
+            up = (
+                rules and rules["ProviderKServeDown"]["state"] == rules["ProviderKServeNoLeader"]["state"] == "inactive"
+            )
+            return rules if up else None
+
+        rules = wait_for("the chart's rules evaluated, the provider up and leading", rules_after_a_scrape, 30)
         assert {r["health"] for r in rules.values()} == {"ok"}, {n: r.get("lastError") for n, r in rules.items()}
-        assert rules["ProviderKServeDown"]["state"] == rules["ProviderKServeNoLeader"]["state"] == "inactive"
         MEASUREMENTS["prometheus_peak_mib"] = (
             round(prometheus.process.peak_kib() / 1024, 1) if prometheus.process else 0
         )
