@@ -351,7 +351,7 @@ def seed_user_caches(home: Path, repo: Path) -> None:
     theirs = home / ".cache" / "provider-kserve"
     for target, names in {"controlplane": ("kube-apiserver", "kube-controller-manager", "etcd"),
                           "kubectl": ("kubectl",), "helm": ("helm",), "tilt": ("tilt",),
-                          "jaeger": ("jaeger",), "prometheus": ("prometheus",)}.items():  # fmt: skip
+                          "jaeger": ("jaeger",), "prometheus": ("promtool", "prometheus")}.items():  # fmt: skip
         directory = built(target)
         for name in names:
             copy = theirs / directory.relative_to(ours) / name
