@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 E2E_STAMP := $(VENV)/.installed-e2e
 
-.PHONY: lock demo test lint unit integration binaries kserve-binaries generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
+.PHONY: lock demo test lint unit integration binaries kserve-binaries observability-tools generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -44,14 +44,20 @@ kserve-binaries: binaries
 	dev/build-controlplane.sh kwok >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
 
+## observability-tools: Jaeger v2, prometheus and promtool (built once, cached; cold ~14 + ~8 min)
+observability-tools:
+	dev/build-controlplane.sh jaeger >/dev/null
+	dev/build-controlplane.sh prometheus >/dev/null
+
 ## demo: a local cluster with the real KServe controllers, the CRDs, the provider, examples/ applied;
 ## prints each Instance going Provisioning -> Ready, then the objects and status
 demo: $(STAMP) kserve-binaries
+	dev/build-controlplane.sh jaeger >/dev/null
 	$(BIN)/python dev/scripts/demo.py
 
 ## test: lint, type-check and every test (unit + integration on a real kube-apiserver/etcd, and on the
 ## real KServe controllers)
-test: $(STAMP) kserve-binaries lint
+test: $(STAMP) kserve-binaries observability-tools lint
 	$(BIN)/pytest -q
 
 ## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
@@ -62,6 +68,8 @@ e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh node >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
 	dev/build-controlplane.sh tilt >/dev/null
+	dev/build-controlplane.sh jaeger >/dev/null
+	dev/build-controlplane.sh prometheus >/dev/null
 	$(BIN)/pytest -q -m e2e tests/e2e
 
 $(E2E_STAMP): $(STAMP) requirements/e2e.lock
@@ -82,7 +90,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
-integration: $(STAMP) kserve-binaries
+integration: $(STAMP) kserve-binaries observability-tools
 	$(BIN)/pytest -q -m integration
 
 ## image: the provider image from dev/Dockerfile with buildah (no Docker, no registry; root), plus the

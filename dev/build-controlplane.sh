@@ -10,7 +10,7 @@
 # KServe's controllers need a wrapper module too: its go.mod replaces controller-runtime, k8s.io/*
 # and a few others, and those directives only count in the main module, so ours copies them.
 #
-# Usage: dev/build-controlplane.sh [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|all]   (default: controlplane)
+# Usage: dev/build-controlplane.sh [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|jaeger|prometheus|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, etcd
 #   node          kubelet, kube-scheduler, kube-proxy, kubectl (same wrapper module and version)
 #   kubectl       kubectl alone (the Tiltfile's no-root `process` target)
@@ -20,6 +20,8 @@
 #   kwok          kwok (fake nodes and pods) and its Stage definitions
 #   helm          helm
 #   tilt          tilt with its web UI (a wrapper module too, see build_tilt)
+#   jaeger        Jaeger v2 (OTLP in, query API out; a wrapper module too, see build_jaeger)
+#   prometheus    prometheus and promtool (the alert and dashboard checks, the e2e scrape)
 # Prints the directory holding the binaries.
 set -euo pipefail
 
@@ -29,6 +31,8 @@ HELM_VERSION="${HELM_VERSION:-v3.19.0}"
 TILT_VERSION="${TILT_VERSION:-v0.37.5}"
 KSERVE_VERSION="${KSERVE_VERSION:-v0.20.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+JAEGER_VERSION="${JAEGER_VERSION:-v1.75.0}"
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 CACHE="${PROVIDER_KSERVE_CACHE:-$HOME/.cache/provider-kserve}"
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
@@ -372,6 +376,95 @@ build_tilt() {
   echo "$bin"
 }
 
+# Jaeger's go.mod replaces Shopify/sarama, which `go install jaeger@version` refuses: a wrapper
+# module copies the directive. Its web UI is not in the module (cmd/query/app/ui/actual holds only
+# a .gitignore; release builds gzip a build of the jaeger-ui repository, a git submodule, into it),
+# so this binary serves the query API and a placeholder page at /.
+prepare_jaeger_module() { # work-dir
+  local work="$1"
+  mkdir -p "$work/bin"
+  cd "$work"
+  [[ -f .prepared ]] && return
+  need go "jaeger"
+  need python3 "jaeger"
+  rm -f go.mod go.sum
+  go mod init local.invalid/jaegerbin >&2
+  local gomod
+  gomod=$(go mod download -json "github.com/jaegertracing/jaeger@$JAEGER_VERSION" | json_field GoMod)
+  go mod edit -go="$(go mod edit -json "$gomod" | json_field Go)"
+  local replace
+  while read -r replace; do
+    go mod edit -replace="$replace"
+  done < <(go mod edit -json "$gomod" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    old, new = r["Old"], r["New"]
+    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
+    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
+    print(f"{lhs}={rhs}")')
+  log "resolving jaeger $JAEGER_VERSION's dependencies"
+  go get "github.com/jaegertracing/jaeger@$JAEGER_VERSION" >&2
+  cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import _ "github.com/jaegertracing/jaeger/cmd/jaeger"
+GO
+  go mod tidy >&2
+  touch .prepared
+}
+
+build_jaeger_binary() { # work-dir
+  local work="$1" bin="$1/bin"
+  if [[ -x "$bin/jaeger" ]]; then
+    log "jaeger $JAEGER_VERSION cached in $bin"
+    return
+  fi
+  prepare_jaeger_module "$work"
+  log "compiling jaeger $JAEGER_VERSION (cold: ~14 min on 2 busy cores)"
+  local pkg=github.com/jaegertracing/jaeger/internal/version
+  go build -p "$(nproc)" -trimpath -o "$bin/jaeger.tmp" \
+    -ldflags "-s -w -X $pkg.latestVersion=$JAEGER_VERSION -X $pkg.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    github.com/jaegertracing/jaeger/cmd/jaeger
+  mv "$bin/jaeger.tmp" "$bin/jaeger"
+  "$bin/jaeger" version >&2 || true
+}
+
+build_jaeger() {
+  local work="$CACHE/jaeger-$JAEGER_VERSION"
+  with_lock "$work" build_jaeger_binary "$work"
+  echo "$work/bin"
+}
+
+# prometheus and promtool from the same module (no replace directives: `go install` takes them).
+# Built without the `builtinassets` tag: the web UI's sources are in the module (web/ui, a pnpm
+# workspace) but not their build, so the HTTP API answers and the UI's pages do not. With
+# `remove_all_sd`: no cloud service discovery (AWS, Azure, GCE, ... SDKs, most of the build); the
+# tests and the dev loop scrape static targets.
+install_prometheus() { # bin
+  local bin="$1" name missing=()
+  for name in promtool prometheus; do [[ -x "$bin/$name" ]] || missing+=("$name"); done
+  if ((${#missing[@]} == 0)); then
+    log "prometheus, promtool $PROMETHEUS_VERSION cached in $bin"
+    return
+  fi
+  need go "prometheus"
+  local common=github.com/prometheus/common/version
+  for name in "${missing[@]}"; do
+    log "building $name $PROMETHEUS_VERSION from github.com/prometheus/prometheus (cold: ~8 min for both on 2 busy cores)"
+    GOBIN="$bin" go install -trimpath -tags remove_all_sd \
+      -ldflags "-s -w -X $common.Version=${PROMETHEUS_VERSION#v} -X $common.Branch=HEAD" \
+      "github.com/prometheus/prometheus/cmd/$name@$PROMETHEUS_VERSION" >&2
+  done
+}
+
+build_prometheus() {
+  local bin="$CACHE/tools/prometheus-$PROMETHEUS_VERSION-static-sd"
+  with_lock "$bin" install_prometheus "$bin"
+  echo "$bin"
+}
+
 case "${1:-controlplane}" in
   controlplane) build_controlplane ;;
   node) build_node ;;
@@ -381,6 +474,8 @@ case "${1:-controlplane}" in
   scheduler) build_scheduler ;;
   kserve) build_kserve ;;
   kwok) build_kwok ;;
+  jaeger) build_jaeger ;;
+  prometheus) build_prometheus ;;
   all)
     build_controlplane
     build_node
@@ -388,6 +483,8 @@ case "${1:-controlplane}" in
     build_kwok
     build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
     build_tilt
+    build_jaeger
+    build_prometheus
     ;;
-  *) echo "usage: $0 [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|jaeger|prometheus|all]" >&2; exit 2 ;;
 esac

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from plane import ControlPlane
@@ -16,11 +16,14 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
-def provider_process(plane: ControlPlane, log: Path, *extra_args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """The provider with the examples' LoRA catalog, watching every namespace, logging to `log`;
-    SIGTERM (then SIGKILL after 10 s) on exit."""
+def provider_process(
+    plane: ControlPlane, log: Path, *extra_args: str, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The provider with the examples' LoRA catalog, watching every namespace, logging to `log`
+    (`env` added to its environment); SIGTERM (then SIGKILL after 10 s) on exit."""
     env = {
         **os.environ,
+        **(env or {}),
         "LORA_ADAPTER_CATALOG": (_REPO_ROOT / "examples" / "lora-catalog.json").read_text(),
         "PYTHONPATH": str(_REPO_ROOT / "src"),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import socket
 import sys
 import tempfile
 import time
@@ -29,6 +30,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "dev")]
 from actors.client import ApiError, KubeClient  # noqa: E402
 from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS  # noqa: E402
 from actors.interface import KubeObject, Resource  # noqa: E402
+from jaeger import Jaeger, reconcile_tree  # noqa: E402
 from kservestack import start_kserve_cluster  # noqa: E402
 from kservestack.provider import provider_process  # noqa: E402
 from plane import (  # noqa: E402
@@ -37,6 +39,7 @@ from plane import (  # noqa: E402
     create_or_replace,
     ensure_namespace,
     format_rss,
+    free_port,
     retry_transient,
     vm_hwm_kib,
 )
@@ -59,6 +62,17 @@ CREATED_BY_KSERVE = (
 )
 EXAMPLES = ("instance-llm.yaml", "instance-llm-cpu.yaml", "instance-llm-lora.yaml", "instance-predictor.yaml")
 PROVIDER_LOG = Path(tempfile.gettempdir()) / "provider-kserve-demo.log"
+JAEGER_QUERY_PORT = 16686  # Jaeger's usual port, when it is free
+
+
+def tracing_env(jaeger: Jaeger) -> dict[str, str]:
+    # The SDK's batch exporter sends every 0.5 s rather than 5 s: the summary at the end reads them.
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http, "OTEL_BSP_SCHEDULE_DELAY": "500"}
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
 @dataclass(frozen=True)
@@ -230,13 +244,26 @@ async def main(args: argparse.Namespace) -> None:
     started = time.monotonic()
     plane, stack = await start_kserve_cluster()
     print(f"cluster up in {time.monotonic() - started:.0f} s (KServe stack {stack.timings['total_start']:.0f} s)")
+    # The provider's spans go to a Jaeger beside it; the link works while the demo runs.
+    jaeger = Jaeger(query_port=JAEGER_QUERY_PORT if port_free(JAEGER_QUERY_PORT) else free_port())
     try:
-        with provider_process(plane, PROVIDER_LOG, "--poll-not-ready", "2") as provider:
+        with (
+            jaeger,
+            provider_process(plane, PROVIDER_LOG, "--poll-not-ready", "2", env=tracing_env(jaeger)) as provider,
+        ):
+            print(f"the provider's traces (Jaeger's query API, while the demo runs): {jaeger.search_link()}")
             async with plane.client() as kube:
                 await run(plane, kube, args.timeout)
             provider_kib = vm_hwm_kib(provider.pid)
+            await anyio.sleep(1.5)  # the provider's exporter sends its spans every 0.5 s (tracing_env)
+            first = yaml.safe_load((ROOT / "examples" / EXAMPLES[0]).read_text())["metadata"]["name"]
+            spans = await anyio.to_thread.run_sync(jaeger.traces)
+            print(f"\n=== the reconcile of {NAMESPACE}/{first} that did the most, as Jaeger has it ===")
+            print("\n".join(reconcile_tree(spans, f"{NAMESPACE}/{first}")) or "(no trace yet)")
+            jaeger_kib = jaeger.process.peak_kib() if jaeger.process else 0
         print(f"\npeak RSS (VmHWM) of the cluster: {format_rss(plane.peak_rss_kib())}")
         print(f"peak RSS of the provider: {provider_kib / 1024:.0f} MiB; its log: {PROVIDER_LOG}")
+        print(f"peak RSS of Jaeger: {jaeger_kib / 1024:.0f} MiB")
         print(f"demo done in {time.monotonic() - started:.0f} s")
     finally:
         if args.keep:

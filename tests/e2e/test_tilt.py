@@ -130,6 +130,11 @@ def test_each_target_evaluates_to_a_grouped_plan(target: str, tmp_path: Path) ->
         assert build.get("target") == "dev" if target == "k3d" else "dev/tilt-image.sh" in build["args"][-1]
     status_links = {link["Name"] for link in manifests["instance-status"]["DeployTarget"]["Links"]}
     assert status_links >= {doc["metadata"]["name"] for doc in _examples()}
+    # The provider's traces: a link to them in Jaeger, where the provider (process or pod) sends them.
+    traces = {link["Name"]: link["URL"] for link in manifests["jaeger"]["DeployTarget"]["Links"]}
+    assert traces["provider traces (JSON)"]["RawQuery"] == "service=provider-kserve&limit=20"
+    alerts = {link["Name"]: link["URL"]["Path"] for link in manifests["prometheus"]["DeployTarget"]["Links"]}
+    assert alerts["alerts"] == "/api/v1/alerts"
 
 
 def test_process_target_drops_only_a_kubeconfig_whose_server_is_gone(tmp_path: Path) -> None:
@@ -195,13 +200,14 @@ def _plain_kubeconfig(server: str) -> str:
 
 EXPECTED_GROUPS = {
     "local": {"cluster": "cluster", "namespaces": "cluster", "generate": "provider", RELEASE: "provider",
-              "kserve-presets": "provider", "provider-definition": "provider", "examples": "examples",
-              "instance-status": "examples"},
+              "kserve-presets": "provider", "provider-definition": "provider", "jaeger": "provider",
+              "prometheus": "provider", "examples": "examples", "instance-status": "examples"},
     "k3d": {"crds": "cluster", "namespaces": "cluster", "generate": "provider", RELEASE: "provider",
-            "kserve-presets": "provider", "provider-definition": "provider", "examples": "examples",
-            "instance-status": "examples"},
+            "kserve-presets": "provider", "provider-definition": "provider", "jaeger": "provider",
+            "prometheus": "provider", "examples": "examples", "instance-status": "examples"},
     "process": {"controlplane": "cluster", "generate": "provider", RELEASE: "provider",
-                "provider-definition": "provider", "examples": "examples", "instance-status": "examples"},
+                "provider-definition": "provider", "jaeger": "provider", "prometheus": "provider",
+                "examples": "examples", "instance-status": "examples"},
 }  # fmt: skip
 
 
@@ -362,7 +368,8 @@ def seed_user_caches(home: Path, repo: Path) -> None:
     ours = Path(os.environ.get("PROVIDER_KSERVE_CACHE") or Path.home() / ".cache" / "provider-kserve")
     theirs = home / ".cache" / "provider-kserve"
     for target, names in {"controlplane": ("kube-apiserver", "kube-controller-manager", "etcd"),
-                          "kubectl": ("kubectl",), "helm": ("helm",), "tilt": ("tilt",)}.items():  # fmt: skip
+                          "kubectl": ("kubectl",), "helm": ("helm",), "tilt": ("tilt",),
+                          "jaeger": ("jaeger",), "prometheus": ("promtool", "prometheus")}.items():  # fmt: skip
         directory = built(target)
         for name in names:
             copy = theirs / directory.relative_to(ours) / name

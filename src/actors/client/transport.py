@@ -17,6 +17,7 @@ import aiohttp
 from actors.client import decode, json_codec
 from actors.client.config import proxy_for, ssl_context
 from actors.client.errors import RequestTimeout, TransportError, api_error
+from actors.observe.tracing import annotate_write
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client.configuration import Configuration
@@ -56,7 +57,8 @@ class Transport:
         # Writes name their field manager explicitly (`fieldManager`); the User-Agent only names
         # the process in the API server's logs and audit events.
         self.user_agent = user_agent
-        self.observers: list[RequestObserver] = list(observers)
+        # A write's verb and status go on the span it was made in, when spans are exported.
+        self.observers: list[RequestObserver] = [annotate_write, *observers]
         self.fence: WriteFence | None = None
         self._session: aiohttp.ClientSession | None = None
         self._proxy = proxy_for(configuration)

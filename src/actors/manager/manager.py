@@ -97,7 +97,7 @@ class Manager:
         self.instances = InstanceStore(provider.name, opts.limits, self.index)
         self.providers: dict[str, KubeObject] = {}
         self.kinds = self._owned_kinds()
-        self.status = StatusWriter(client, field_manager=provider.name)
+        self.status = StatusWriter(client, field_manager=provider.name, phases=self.metrics.instance_phases)
         self.events = EventRecorder(
             client,
             controller=provider.name,
@@ -112,6 +112,7 @@ class Manager:
             max_concurrent=opts.max_concurrent,
             idle_timeout=opts.idle_timeout,
             on_wait=self.metrics.observe_queue_wait,
+            on_run=self.metrics.observe_reconcile,
         )
         self.elector = (
             LeaderElector(
@@ -133,6 +134,7 @@ class Manager:
         self.metrics.live_actors.set_function(lambda: self.actors.live)
         self.metrics.queue_depth.set_function(lambda: self.actors.depth)
         self.metrics.scheduled_runs.set_function(lambda: self.actors.parked)
+        self.metrics.leader.set_function(lambda: float(self._leading))
         self.instance_informers = [self._instance_informer(namespace) for namespace in self._scopes()]
         self._leading = False
 

@@ -10,22 +10,43 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource as OtelResource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-_NO_SPAN: AbstractContextManager[Any] = nullcontext()
+_NO_SPAN: AbstractContextManager[None] = nullcontext()
 _exporting = False
 
 
-def span(tracer: trace.Tracer, name: str, attributes: Mapping[str, str] | None = None) -> AbstractContextManager[Any]:
+def span(
+    tracer: trace.Tracer, name: str, attributes: Mapping[str, str] | None = None
+) -> AbstractContextManager[trace.Span | None]:
     """`tracer.start_as_current_span(name)` when spans are exported, else a shared no-op context."""
     if not _exporting:
         return _NO_SPAN
     return tracer.start_as_current_span(name, attributes=attributes)
+
+
+def annotate(current: trace.Span | None, attributes: Mapping[str, str | int]) -> None:
+    """Attributes known only once a span has started, on the span `span()` gave (None when no
+    spans are made)."""
+    if current is not None:
+        current.set_attributes(attributes)
+
+
+_WRITES = frozenset({"create", "update", "patch", "delete"})
+
+
+def annotate_write(verb: str, resource: str, code: int, seconds: float) -> None:
+    """The client's observer of every request: a write's verb and HTTP status on the span it was
+    made in (apply, delete, status-update; a step's own span for the finalizer's patch)."""
+    if not _exporting or verb not in _WRITES:
+        return
+    current = trace.get_current_span()
+    if current.is_recording():
+        current.set_attributes({"k8s.verb": verb, "http.response.status_code": code})
 
 
 def configure_tracing(

@@ -52,6 +52,8 @@ Reconcile = Callable[[str], Awaitable[Action]]
 # Seconds from the first event a run answers to the run holding a slot, and whether it was urgent
 # (controller-runtime's workqueue queue duration): where a user's change waits.
 WaitObserver = Callable[[float, bool], None]
+# Seconds a run took (its reconcile, holding the slot), and whether it was urgent.
+RunObserver = Callable[[float, bool], None]
 
 
 @dataclass(eq=False)  # hashed by identity: it is the borrower of its reconcile slot
@@ -103,6 +105,7 @@ class ActorSystem:
         max_settle: float = 1.0,
         clock: Clock | None = None,
         on_wait: WaitObserver | None = None,
+        on_run: RunObserver | None = None,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
         self.reconcile = reconcile
@@ -115,6 +118,7 @@ class ActorSystem:
         reserved = min(reserved, max_concurrent - 1)
         self._bulk_slots = anyio.CapacityLimiter(max_concurrent - reserved) if reserved > 0 else None
         self._on_wait = on_wait
+        self._on_run = on_run
         self._idle_timeout = idle_timeout
         self._settle = settle
         self._max_settle = max_settle
@@ -352,12 +356,16 @@ class ActorSystem:
                 self._on_wait(max(0.0, self._clock.now() - queued_at), urgent)
             actor.running = True
             self.stats.runs += 1
+            started = self._clock.now()
             try:
-                return await self.reconcile(actor.key)
+                outcome = await self.reconcile(actor.key)
             except Exception:
                 log.exception("reconcile raised", instance=actor.key)
-                return Action(failed=True)
+                outcome = Action(failed=True)
             finally:
                 actor.running = False
+            if self._on_run is not None:  # a run cut short by shutdown is not one
+                self._on_run(self._clock.now() - started, urgent)
+            return outcome
         finally:
             self._release(actor, held)

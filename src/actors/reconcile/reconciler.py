@@ -42,7 +42,7 @@ from actors.interface import (
     WaitFor,
 )
 from actors.observe.metrics import RuntimeMetrics
-from actors.observe.tracing import span
+from actors.observe.tracing import annotate, span
 from actors.queue.actor_system import Action
 from actors.reconcile import finalizer
 from actors.reconcile.notices import Notices
@@ -117,11 +117,14 @@ class InstanceReconciler:
     async def __call__(self, key: str) -> Action:
         structlog.contextvars.bind_contextvars(instance=key)
         try:
-            with span(tracer, "reconcile", {"instance": key}):
+            with span(tracer, "reconcile", {"instance": key}) as root:
                 instance = self.instances.get(key)
                 if instance is None:
                     self.metrics.reconciles.labels(result="gone").inc()
+                    self.metrics.instance_phases.forget(key)
+                    annotate(root, {"reconcile.result": "gone"})
                     return Action()
+                annotate(root, {"instance.generation": instance["metadata"].get("generation", 0)})
                 try:
                     outcome = await self._reconcile(key, instance)  # a fresh copy: ours to modify
                 except TransportError as err:
@@ -141,6 +144,7 @@ class InstanceReconciler:
                     outcome = Action(failed=True)
                 result = "error" if outcome.failed else "success"
                 self.metrics.reconciles.labels(result=result).inc()
+                annotate(root, {"reconcile.result": result})
                 if outcome.failed:
                     self.metrics.retries.inc()
                 return outcome
@@ -153,6 +157,9 @@ class InstanceReconciler:
         with span(tracer, name):
             try:
                 yield
+            except Exception:
+                self.metrics.step_errors.labels(step=name).inc()
+                raise
             finally:
                 self.metrics.step_seconds.labels(step=name).observe(time.perf_counter() - started)
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.aiohttp import make_aiohttp_handler
 
 from actors.serve.connections import ConnectionGuard, GuardedSite
 
@@ -31,12 +32,10 @@ def health_app(
 
 
 def metrics_app(registry: CollectorRegistry, middlewares: Sequence[Any] = ()) -> web.Application:
-    async def metrics(_: web.Request) -> web.Response:
-        body = generate_latest(registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
+    """prometheus-client's own handler: the exposition format the scraper's Accept header asks for
+    (OpenMetrics or the text format), gzip when Accept-Encoding allows it, `name[]` filters."""
     app = web.Application(middlewares=list(middlewares))
-    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/metrics", make_aiohttp_handler(registry))
     return app
 
 

@@ -18,6 +18,7 @@ from opentelemetry import trace
 from actors.client import ApiError, KubeClient
 from actors.client.known_resources import CRDS, INSTANCES
 from actors.interface import Condition, KubeObject, Phase, StatusReport
+from actors.observe.metrics import InstancePhases
 from actors.observe.tracing import span
 from actors.status.compose import bounded_message, compose_status
 
@@ -28,9 +29,11 @@ _PHASES = frozenset(p.value for p in Phase)
 
 
 class StatusWriter:
-    def __init__(self, client: KubeClient, *, field_manager: str) -> None:
+    def __init__(self, client: KubeClient, *, field_manager: str, phases: InstancePhases | None = None) -> None:
         self.client = client
         self.field_manager = field_manager
+        # Each Instance's phase as written (or found unchanged), for the Instances-by-phase gauge.
+        self.phases = phases if phases is not None else InstancePhases()
         # Newer cores add non-secret connection details at status.connection; we write them only
         # when the installed CRD declares the field (unknown fields would be pruned anyway).
         self.status_connection_supported = False
@@ -58,6 +61,8 @@ class StatusWriter:
         if keep_phase and current.get("phase") in _PHASES:
             # A transient sync problem must not flip a serving Instance to another phase.
             phase = Phase(current["phase"])
+        meta = instance["metadata"]
+        self.phases.record(f"{meta['namespace']}/{meta['name']}", phase.value)
         new = compose_status(
             instance,
             phase=phase,
@@ -72,7 +77,7 @@ class StatusWriter:
         )
         if new == current:
             return
-        with span(tracer, "status-update"):
+        with span(tracer, "status-update", {"k8s.kind": INSTANCES.kind, "k8s.name": meta["name"]}):
             try:
                 await self._replace(instance, new)
             except ApiError as err:

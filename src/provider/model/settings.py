@@ -61,6 +61,14 @@ class ProviderSettings(BaseModel):
     pod_monitor_interval: str = Field(
         default="30s", pattern=DURATION_PATTERN, description="PodMonitor scrape interval."
     )
+    llm_tracing_endpoint: str = Field(
+        default="",
+        description="The OTLP collector vLLM sends its spans to when an llm Instance enables tracing "
+        "without an endpoint of its own (KServe's tracing preset's otel-collector:4317 otherwise).",
+    )
+    llm_tracing_all: bool = Field(
+        default=False, description="Every llm Instance's vLLM traces to llm_tracing_endpoint, enableTracing or not."
+    )
     pod_security_default: Level = Field(
         default="restricted",
         description="Pod Security Standard applied to an Instance's pod settings where its namespace has no "
@@ -85,6 +93,8 @@ class ProviderSettings(BaseModel):
         "ai_gateway_rate_limit_redis_url": "AI_GATEWAY_RATE_LIMIT_REDIS_URL",
         "enable_pod_monitor": "ENABLE_POD_MONITOR",
         "pod_monitor_interval": "POD_MONITOR_INTERVAL",
+        "llm_tracing_endpoint": "LLM_TRACING_ENDPOINT",
+        "llm_tracing_all": "LLM_TRACING_ALL",
         "pod_security_default": "POD_SECURITY_DEFAULT_LEVEL",
         "pod_security_allow_service_account": "POD_SECURITY_ALLOW_SERVICE_ACCOUNT",
         "pod_security_allow_secret_references": "POD_SECURITY_ALLOW_SECRET_REFERENCES",
@@ -93,6 +103,7 @@ class ProviderSettings(BaseModel):
         {
             "ai_gateway_enabled",
             "enable_pod_monitor",
+            "llm_tracing_all",
             "pod_security_allow_service_account",
             "pod_security_allow_secret_references",
         }

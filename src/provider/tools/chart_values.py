@@ -36,6 +36,8 @@ VALUE_OF: Final[Mapping[str, str]] = {
     MODEL_CATALOG_ENV: "models",
     "ENABLE_POD_MONITOR": "metrics.podMonitor.enabled",
     "POD_MONITOR_INTERVAL": "metrics.podMonitor.interval",
+    "LLM_TRACING_ENDPOINT": "tracing.llm.otlpEndpoint",
+    "LLM_TRACING_ALL": "tracing.llm.all",
     "AI_GATEWAY_ENABLED": "aiGateway.enabled",
     "AI_GATEWAY_NAME": "the release name (<fullname>-ai-gateway)",
     "AI_GATEWAY_NAMESPACE": "the release namespace",
@@ -138,6 +140,8 @@ def deployment_env(values: Mapping[str, Any], *, release: str, namespace: str) -
         MODEL_CATALOG_ENV: _json(_get(values, "models") or []),
         "ENABLE_POD_MONITOR": _text(_get(values, "metrics.podMonitor.enabled"), nil="<nil>"),
         "POD_MONITOR_INTERVAL": _text(_get(values, "metrics.podMonitor.interval")),
+        "LLM_TRACING_ENDPOINT": _text(_get(values, "tracing.llm.otlpEndpoint")),
+        "LLM_TRACING_ALL": _text(_get(values, "tracing.llm.all"), nil="<nil>"),
         "AI_GATEWAY_ENABLED": _text(_get(values, "aiGateway.enabled"), nil="<nil>"),
         "AI_GATEWAY_NAME": _trunc(f"{fullname(values, release)}-ai-gateway"),
         "AI_GATEWAY_NAMESPACE": namespace,
@@ -150,6 +154,8 @@ def deployment_env(values: Mapping[str, Any], *, release: str, namespace: str) -
         "POD_SECURITY_ALLOW_SECRET_REFERENCES": _text(_get(values, "podSecurity.allowSecretReferences"), nil="<nil>"),
     }
     otel = _get(values, "otel") or {}
+    if (endpoint := _get(values, "tracing.otlpEndpoint")) and "OTEL_EXPORTER_OTLP_ENDPOINT" not in otel:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = _text(endpoint)
     for key in sorted(otel):
         env[str(key)] = _text(otel[key], nil="<nil>")
     for entry in _get(values, "extraEnv") or []:

@@ -221,11 +221,13 @@ def test_pod_monitors_need_the_crd(chart: Path) -> None:
 
 def test_grafana_dashboards(chart: Path) -> None:
     docs = render(chart, "metrics.grafanaDashboards.enabled=true")
-    (vllm,) = by_kind(docs, "ConfigMap")
-    assert vllm["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert vllm["metadata"]["namespace"] == RELEASE_NAMESPACE
-    (content,) = vllm["data"].values()
-    assert json.loads(content)["panels"]
+    dashboards = {cm["metadata"]["name"]: cm for cm in by_kind(docs, "ConfigMap")}
+    assert set(dashboards) == {"provider-kserve-provider-dashboard", "provider-kserve-vllm-dashboard"}
+    for cm in dashboards.values():
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["namespace"] == RELEASE_NAMESPACE
+        (content,) = cm["data"].values()
+        assert json.loads(content)["panels"]
     docs = render(
         chart,
         "metrics.grafanaDashboards.enabled=true",
@@ -233,10 +235,29 @@ def test_grafana_dashboards(chart: Path) -> None:
         "aiGateway.enabled=true",
     )
     maps = by_kind(docs, "ConfigMap")
-    assert len(maps) == 2 and {m["metadata"]["namespace"] for m in maps} == {"monitoring"}
+    assert len(maps) == 3 and {m["metadata"]["namespace"] for m in maps} == {"monitoring"}
     for cm in maps:
         for text in cm["data"].values():
             assert json.loads(text)["title"]
+
+
+def test_tracing_values(chart: Path) -> None:
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env(render(chart))  # no spans unless told where to send them
+    docs = render(
+        chart,
+        "tracing.otlpEndpoint=http://jaeger.observability:4318",
+        "tracing.llm.otlpEndpoint=http://jaeger.observability:4317",
+        "tracing.llm.all=true",
+    )
+    variables = env(docs)
+    assert variables["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger.observability:4318"
+    assert variables["LLM_TRACING_ENDPOINT"] == "http://jaeger.observability:4317"
+    assert variables["LLM_TRACING_ALL"] == "true"
+    # An explicit OTEL_ variable wins, and the container gets the variable once.
+    docs = render(chart, "tracing.otlpEndpoint=http://a:4318", "otel.OTEL_EXPORTER_OTLP_ENDPOINT=http://b:4318")
+    names = [e["name"] for e in container(docs)["env"]]
+    assert names.count("OTEL_EXPORTER_OTLP_ENDPOINT") == 1
+    assert env(docs)["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://b:4318"
 
 
 def test_presets_toggles(chart: Path) -> None:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import aiohttp
@@ -171,6 +172,18 @@ async def test_metrics_and_validation_need_an_allowed_token_over_tls(
         assert (await fetch(url, stranger, insecure=True))[0] == 403
         status, body = await fetch(url, controlplane.admin_token, insecure=True)
         assert status == 200 and "provider_reconciles_total" in body
+        # Behind the same check, prometheus-client's handler answers a scraper's negotiation.
+        async with aiohttp.ClientSession(auto_decompress=False) as session:
+            headers = {
+                "Authorization": f"Bearer {controlplane.admin_token}",
+                "Accept": "application/openmetrics-text; version=1.0.0",
+                "Accept-Encoding": "gzip",
+            }
+            async with session.get(url, headers=headers, ssl=False) as r:
+                assert r.status == 200
+                assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+                assert r.headers["Content-Encoding"] == "gzip"
+                assert gzip.decompress(await r.read()).endswith(b"# EOF\n")
         # Never plain HTTP where a token is expected.
         assert await anyio.to_thread.run_sync(_plain_http_status, url.replace("https", "http")) != 200
         async with aiohttp.ClientSession() as session:

@@ -1,16 +1,24 @@
-"""An in-process OTLP/HTTP collector receives the reconcile span tree from the real runtime."""
+"""The real runtime exports its spans over OTLP to a real Jaeger (v2, built from its Go module), and
+Jaeger's query API gives back the tree of one Instance's reconcile: the root with the Instance's
+key, generation and result, a child per step, a child per API write with its verb, kind, name and
+HTTP status, and a failed apply marked as an error with the API server's own message."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
-from aiohttp import web
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 from actors.client.known_resources import INSTANCES
+from actors.interface import KubeObject, ReconcileContext
+from actors.observe import tracing
 from actors.observe.tracing import configure_tracing
-from plane import free_port
+from jaeger import Jaeger, attributes
+from tests.support.built_tools import built
 from tests.support.instances import null_instance
 from tests.support.null_provider import NullProvider
 from tests.support.runtime import running_manager
@@ -18,58 +26,165 @@ from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
+SERVICE = "provider-kserve-test"
 
-async def test_otlp_collector_receives_reconcile_span_tree(
-    controlplane: Any, kube: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    spans: list[Any] = []
 
-    async def receive(request: web.Request) -> web.Response:
-        export = ExportTraceServiceRequest()
-        export.ParseFromString(await request.read())
-        for resource_spans in export.resource_spans:
-            for scope_spans in resource_spans.scope_spans:
-                spans.extend(scope_spans.spans)
-        return web.Response(body=b"", content_type="application/x-protobuf")
+@pytest.fixture(scope="module")
+def jaeger() -> Iterator[Jaeger]:
+    with Jaeger().start(built("jaeger", "jaeger")) as running:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", running.otlp_http)
+            provider = configure_tracing(SERVICE)
+        assert provider is not None
+        yield running
+        provider.shutdown()
+        tracing._exporting = False  # the other tests' runtimes make no spans again
 
-    app = web.Application()
-    app.router.add_post("/v1/traces", receive)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{port}/v1/traces")
-    tracer_provider = configure_tracing("provider-kserve-test")
-    assert tracer_provider is not None
-    try:
-        async with running_manager(controlplane, NullProvider(), namespace):
-            await kube.create(INSTANCES, null_instance("traced", namespace))
 
-            async def ready() -> bool:
-                obj = await kube.get(INSTANCES, namespace, "traced")
-                return bool(obj and (obj.get("status") or {}).get("phase") == "Ready")
+class RefusedConfigMap(NullProvider):
+    """The null provider, but an Instance with `refused` asks for a ConfigMap the API server rejects."""
 
-            await wait_for(ready)
-        tracer_provider.force_flush()
+    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
+        objects = await super().desired(ctx, valid)
+        if (ctx.instance["spec"]["topology"].get("parameters") or {}).get("refused"):
+            objects[0]["data"] = {"not a key!": "x"}
+        return objects
 
-        async def received() -> bool:
-            return any(s.name == "status" for s in spans)
 
-        await wait_for(received, timeout=10)
-    finally:
-        tracer_provider.shutdown()
-        await runner.cleanup()
+class Tree:
+    """The spans of one service as Jaeger returns them, by id."""
 
-    by_id = {s.span_id: s for s in spans}
-    roots = [s for s in spans if s.name == "reconcile" and not s.parent_span_id]
-    assert roots, [s.name for s in spans]
-    # The pass that did the work: reconcile → sync → apply, and reconcile → status → status-update.
-    full = next(
-        r for r in roots if {c.name for c in spans if c.parent_span_id == r.span_id} >= {"validate", "sync", "status"}
+    def __init__(self, spans: list[dict[str, Any]]) -> None:
+        self.spans = spans
+        self.by_id = {s["spanId"]: s for s in spans}
+
+    def children(self, parent: dict[str, Any]) -> list[dict[str, Any]]:
+        return [s for s in self.spans if s.get("parentSpanId") == parent["spanId"]]
+
+    def child(self, parent: dict[str, Any], name: str) -> dict[str, Any]:
+        (found,) = [s for s in self.children(parent) if s["name"] == name]
+        return found
+
+    def roots(self, key: str) -> list[dict[str, Any]]:
+        return [
+            s
+            for s in self.spans
+            if s["name"] == "reconcile" and not s.get("parentSpanId") and attributes(s).get("instance") == key
+        ]
+
+
+async def spans_of(jaeger: Jaeger, wanted: Any) -> Tree:
+    """Flush, then read Jaeger until `wanted(tree)` holds (its batch processor stores within ~0.1 s)."""
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    provider.force_flush()
+    tree = Tree([])
+
+    async def stored() -> bool:
+        nonlocal tree
+        tree = Tree(await anyio.to_thread.run_sync(jaeger.traces, SERVICE))
+        return bool(wanted(tree))
+
+    await wait_for(stored, timeout=20)
+    return tree
+
+
+def full_pass(tree: Tree, key: str, steps: set[str]) -> dict[str, Any] | None:
+    """The reconcile of `key` whose children are at least `steps` (the pass that did the work)."""
+    for root in tree.roots(key):
+        if {c["name"] for c in tree.children(root)} >= steps:
+            return root
+    return None
+
+
+async def phase(kube: Any, namespace: str, name: str) -> str | None:
+    obj = await kube.get(INSTANCES, namespace, name)
+    return (obj.get("status") or {}).get("phase") if obj else None
+
+
+async def test_reconcile_tree_of_a_new_instance(controlplane: Any, kube: Any, namespace: str, jaeger: Jaeger) -> None:
+    async with running_manager(controlplane, RefusedConfigMap(), namespace):
+        await kube.create(INSTANCES, null_instance("traced", namespace))
+        await wait_for(lambda: _is(phase(kube, namespace, "traced"), "Ready"))
+    key = f"{namespace}/traced"
+    tree = await spans_of(jaeger, lambda t: full_pass(t, key, {"validate", "sync", "status"}))
+    root = full_pass(tree, key, {"validate", "sync", "status"})
+    assert root is not None
+    assert attributes(root) == {"instance": key, "instance.generation": 1, "reconcile.result": "success"}
+
+    apply = tree.child(tree.child(root, "sync"), "apply")
+    assert attributes(apply) == {
+        "k8s.verb": "patch",
+        "k8s.kind": "ConfigMap",
+        "k8s.name": "traced-cm",
+        "http.response.status_code": 201,  # server-side apply that created it
+    }
+    writes = {s["name"]: attributes(s) for s in tree.children(tree.child(root, "status"))}
+    assert writes["status-update"] == {
+        "k8s.verb": "update",
+        "k8s.kind": "Instance",
+        "k8s.name": "traced",
+        "http.response.status_code": 200,
+    }
+    assert writes["apply"]["k8s.name"] == "traced-conn"  # the connection Secret
+    # The finalizer's patch came first, in a pass (or step) of its own.
+    assert any(
+        attributes(s).get("k8s.verb") == "patch" and s["name"] == "finalizer"
+        for r in tree.roots(key)
+        for s in tree.children(r)
     )
-    children = {c.name: c for c in spans if c.parent_span_id == full.span_id}
-    assert {"validate", "sync", "status"} <= set(children)
-    grandchildren = {s.name for s in spans if by_id.get(s.parent_span_id) in children.values()}
-    assert {"apply", "status-update"} <= grandchildren
-    attributes = {kv.key: kv.value.string_value for kv in full.attributes}
-    assert attributes["instance"] == f"{namespace}/traced"
+
+
+async def test_cleanup_tree_on_deletion(controlplane: Any, kube: Any, namespace: str, jaeger: Jaeger) -> None:
+    async def gone() -> bool:
+        return await kube.get(INSTANCES, namespace, "deleted") is None
+
+    async with running_manager(controlplane, RefusedConfigMap(), namespace):
+        await kube.create(INSTANCES, null_instance("deleted", namespace))
+        await wait_for(lambda: _is(phase(kube, namespace, "deleted"), "Ready"))
+        await kube.delete(INSTANCES, namespace, "deleted")
+        await wait_for(gone)
+    key = f"{namespace}/deleted"
+    tree = await spans_of(jaeger, lambda t: full_pass(t, key, {"cleanup", "finalizer"}))
+    root = full_pass(tree, key, {"cleanup", "finalizer"})
+    assert root is not None and attributes(root)["reconcile.result"] == "success"
+    deletes = {attributes(s)["k8s.name"]: attributes(s) for s in tree.children(tree.child(root, "cleanup"))}
+    assert deletes["deleted-cm"] == {
+        "k8s.verb": "delete",
+        "k8s.kind": "ConfigMap",
+        "k8s.name": "deleted-cm",
+        "http.response.status_code": 200,
+    }
+    assert attributes(tree.child(root, "finalizer"))["k8s.verb"] == "patch"
+
+
+async def test_failed_apply_is_an_error_with_the_api_servers_message(
+    controlplane: Any, kube: Any, namespace: str, jaeger: Jaeger
+) -> None:
+    key = f"{namespace}/refused"
+
+    def failed(tree: Tree) -> dict[str, Any] | None:
+        """The first failed pass: it also said why on status (the retries find status unchanged)."""
+        root = full_pass(tree, key, {"sync", "status-update"})
+        return root if root is not None and attributes(root).get("reconcile.result") == "error" else None
+
+    async with running_manager(controlplane, RefusedConfigMap(), namespace):
+        await kube.create(INSTANCES, null_instance("refused", namespace, refused=True))
+        tree = await spans_of(jaeger, failed)
+    root = failed(tree)
+    assert root is not None
+    sync = tree.child(root, "sync")
+    apply = tree.child(sync, "apply")
+    assert attributes(apply)["http.response.status_code"] == 422
+    assert apply["status"]["code"] in (2, "STATUS_CODE_ERROR")
+    # The API server's own words, as the exception the span recorded.
+    assert "a valid config key must consist of alphanumeric characters" in apply["status"]["message"]
+    (event,) = [e for e in apply.get("events", []) if e["name"] == "exception"]
+    assert "not a key!" in attributes(event)["exception.message"]
+    assert sync["status"]["code"] in (2, "STATUS_CODE_ERROR")
+    # The pass then said why on the Instance's status, and is retried.
+    assert attributes(tree.child(root, "status-update"))["http.response.status_code"] == 200
+
+
+async def _is(value: Any, expected: str) -> bool:
+    return bool(await value == expected)

@@ -400,6 +400,7 @@ async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
     def on_wait(seconds: float, urgent: bool) -> None:
         waits.append((urgent, seconds))
 
+    runs: list[tuple[bool, float]] = []
     system = ActorSystem(
         reconcile,
         limiter=OPTIONS.rate_limiter(clock),
@@ -408,6 +409,7 @@ async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
         idle_timeout=10.0,
         clock=clock,
         on_wait=on_wait,
+        on_run=lambda seconds, urgent: runs.append((urgent, seconds)),
     )
     async with system_running(system):
         for i in range(9):
@@ -424,6 +426,9 @@ async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
     assert (True, 0.0) in waits  # ns/edit started at once
     assert all(seconds <= 0.5 + 0.01 for urgent, seconds in waits if urgent)  # bulk-1's follow-up too
     assert max(seconds for urgent, seconds in waits if not urgent) >= 2.0  # bulk-6..8 waited two rounds
+    # Each finished run's own duration, by the same priority: every reconcile here takes a second.
+    assert len(runs) >= 8 and all(abs(seconds - 1.0) < 0.01 for _, seconds in runs), runs
+    assert any(urgent for urgent, _ in runs) and not all(urgent for urgent, _ in runs)
 
 
 async def test_a_derived_objects_events_wait_for_the_keys_backoff_and_a_users_change_does_not() -> None:

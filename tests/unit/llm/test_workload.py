@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from provider.model.settings import ProviderSettings
 from tests.support.instances import LLM_MODEL_URI
 from tests.support.llm_topology import desired, llmisvc_spec, settings
 
@@ -234,6 +235,39 @@ def test_tracing_endpoint() -> None:
 
 def test_tracing_endpoint_ignored_without_tracing() -> None:
     assert "tracing" not in llmisvc_spec(topology={"tracingEndpoint": "http://otel:4317"})
+
+
+CHART_COLLECTOR = "http://jaeger-collector.observability:4317"
+
+
+def test_tracing_goes_to_the_charts_collector_by_default() -> None:
+    chart = settings(llm_tracing_endpoint=CHART_COLLECTOR)
+    spec = llmisvc_spec(topology={"enableTracing": True}, settings_=chart)
+    assert spec["tracing"] == {"exporterEndpoint": CHART_COLLECTOR}
+    env = spec["template"]["containers"][0]["env"]
+    assert env == [{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": CHART_COLLECTOR}]
+    # Only for Instances that ask, unless the chart says every one traces.
+    assert "tracing" not in llmisvc_spec(settings_=chart)
+
+
+def test_the_instances_collector_wins_over_the_charts() -> None:
+    own = "http://otel.team:4317"
+    chart = settings(llm_tracing_endpoint=CHART_COLLECTOR, llm_tracing_all=True)
+    spec = llmisvc_spec(topology={"enableTracing": True, "tracingEndpoint": own}, settings_=chart)
+    assert spec["tracing"] == {"exporterEndpoint": own}
+
+
+def test_chart_traces_every_llm_instance() -> None:
+    chart = settings(llm_tracing_endpoint=CHART_COLLECTOR, llm_tracing_all=True)
+    assert llmisvc_spec(settings_=chart)["tracing"] == {"exporterEndpoint": CHART_COLLECTOR}
+    # Without a collector of the chart's, "all" has nowhere to send them.
+    assert "tracing" not in llmisvc_spec(settings_=settings(llm_tracing_all=True))
+
+
+def test_tracing_settings_from_the_environment() -> None:
+    env = {"LLM_TRACING_ENDPOINT": CHART_COLLECTOR, "LLM_TRACING_ALL": "true"}
+    parsed = ProviderSettings.from_env(env)
+    assert (parsed.llm_tracing_endpoint, parsed.llm_tracing_all) == (CHART_COLLECTOR, True)
 
 
 def lora(spec: dict[str, Any]) -> dict[str, Any]:

@@ -29,8 +29,9 @@ def imports(source: str) -> Iterator[tuple[int, str]]:
 
 
 def is_test_or_conftest(module: str) -> bool:
+    """A test module or conftest of this repository's (a library's own `test_utils` is not one)."""
     last = module.rsplit(".", 1)[-1]
-    return last.startswith("test_") or last == "conftest"
+    return module.startswith("tests.") and (last.startswith("test_") or last == "conftest")
 
 
 def problems(source: str, where: Path) -> list[str]:

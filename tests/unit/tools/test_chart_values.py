@@ -66,6 +66,8 @@ def test_chart_defaults() -> None:
         "MODEL_CATALOG": json.dumps(values["models"], sort_keys=True, separators=(",", ":")),
         "ENABLE_POD_MONITOR": "true",
         "POD_MONITOR_INTERVAL": "30s",
+        "LLM_TRACING_ENDPOINT": "",
+        "LLM_TRACING_ALL": "false",
         "AI_GATEWAY_ENABLED": "false",
         "AI_GATEWAY_NAME": "provider-kserve-ai-gateway",
         "AI_GATEWAY_NAMESPACE": "kserve-system",

@@ -64,7 +64,16 @@ def pod_labels(inputs: LlmInputs) -> dict[str, str]:
     }
 
 
-def main_container(inputs: LlmInputs) -> dict[str, Any] | None:
+def tracing_endpoint(inputs: LlmInputs, settings: ProviderSettings) -> str | None:
+    """Where vLLM sends its spans, when it traces: the Instance's collector, else the chart's ("":
+    KServe's preset's). None: no tracing (the Instance does not ask, nor does the chart for all)."""
+    chart = settings.llm_tracing_endpoint
+    if not (inputs.topology.enable_tracing or (settings.llm_tracing_all and chart)):
+        return None
+    return inputs.topology.tracing_endpoint or chart
+
+
+def main_container(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | None:
     """Our overrides of the preset's `main` container, or None when there are none."""
     container: dict[str, Any] = {}
     if inputs.image:
@@ -74,9 +83,9 @@ def main_container(inputs: LlmInputs) -> dict[str, Any] | None:
     env: list[dict[str, str]] = []
     if (kv_cache := inputs.engine.kv_cache_space) is not None:
         env.append({"name": KV_CACHE_ENV, "value": str(kv_cache)})
-    if inputs.topology.enable_tracing and inputs.topology.tracing_endpoint:
+    if endpoint := tracing_endpoint(inputs, settings):
         # vLLM's OpenTelemetry exporter reads the standard variable.
-        env.append({"name": OTLP_ENDPOINT_ENV, "value": inputs.topology.tracing_endpoint})
+        env.append({"name": OTLP_ENDPOINT_ENV, "value": endpoint})
     if env:
         container["env"] = env
     return {"name": MAIN_CONTAINER, **container} if container else None
@@ -86,7 +95,7 @@ def pod_template(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any
     template: dict[str, Any] = {}
     if hf_token_attached(inputs, settings):
         template["serviceAccountName"] = names.model_puller_name(inputs.name)
-    container = main_container(inputs)
+    container = main_container(inputs, settings)
     if container is not None:
         template["containers"] = [container]
     return template or None
@@ -139,11 +148,11 @@ def prefill(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | N
     return out
 
 
-def tracing(inputs: LlmInputs) -> dict[str, Any] | None:
+def tracing(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | None:
     """`{}` turns on KServe's tracing preset; an endpoint overrides the preset's collector."""
-    if not inputs.topology.enable_tracing:
+    endpoint = tracing_endpoint(inputs, settings)
+    if endpoint is None:
         return None
-    endpoint = inputs.topology.tracing_endpoint
     return {"exporterEndpoint": endpoint} if endpoint else {}
 
 
@@ -163,7 +172,7 @@ def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> Kube
         spec["storageInitializer"] = {"enabled": not engine.disable_storage_initializer}
     if (pre := prefill(inputs, settings)) is not None:
         spec["prefill"] = pre
-    if (trace := tracing(inputs)) is not None:
+    if (trace := tracing(inputs, settings)) is not None:
         spec["tracing"] = trace
 
     metadata: dict[str, Any] = {"name": inputs.name}
