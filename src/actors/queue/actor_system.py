@@ -46,6 +46,9 @@ class Action:
     # Success, but the pass had to undo another writer's change: pace the next one as a failure
     # would be (the key's backoff goes on growing), so a writer fighting us sets no rhythm.
     back_off: bool = False
+    # A failure a retry would only repeat (controller-runtime's TerminalError): counted and traced
+    # as an error, but run again only on the next event.
+    terminal: bool = False
 
 
 Reconcile = Callable[[str], Awaitable[Action]]

@@ -142,7 +142,7 @@ class InstanceReconciler:
                     # Our copy was stale: the retry reads the newer one from the informer's cache.
                     log.info("Instance changed under a conditional write, will retry")
                     outcome = Action(failed=True)
-                result = "error" if outcome.failed else "success"
+                result = "error" if outcome.failed or outcome.terminal else "success"
                 self.metrics.reconciles.labels(result=result).inc()
                 annotate(root, {"reconcile.result": result})
                 if outcome.failed:
@@ -306,7 +306,7 @@ class InstanceReconciler:
         if isinstance(err, NameClash):
             return Action(requeue_after=NAME_CLASH_RETRY)
         if isinstance(err, InvalidObject):
-            return Action()  # the same apply would be refused again: wait for the Instance to change
+            return Action(terminal=True)  # the same apply would be refused again: wait for a change
         return Action(failed=True)
 
     def _live(self, instance: KubeObject) -> Callable[[Resource, str], KubeObject | None]:

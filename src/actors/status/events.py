@@ -19,13 +19,16 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import structlog
+from opentelemetry import trace
 
 from actors.client import ApiError, KubeClient, TransportError, WriteWithheld
 from actors.client.known_resources import EVENTS
 from actors.interface import KubeObject
+from actors.observe.tracing import span
 from actors.queue.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("actors.status.events")
+tracer = trace.get_tracer("actors.status.events")
 
 EventType = Literal["Normal", "Warning"]
 # events.k8s.io/v1's bounds on a note, a reason and an action.
@@ -101,7 +104,7 @@ class EventRecorder:
                 "resourceVersion": meta.get("resourceVersion", ""),
             },
         }
-        if await self._send(lambda: self.client.create(EVENTS, event)):
+        if await self._send(name, lambda: self.client.create(EVENTS, event)):
             self._series[key] = _Series(meta["namespace"], name, 1, event_time, now)
 
     async def flush(self) -> None:
@@ -121,11 +124,13 @@ class EventRecorder:
     async def _write_series(self, series: _Series) -> None:
         body: dict[str, Any] = {"series": {"count": series.count, "lastObservedTime": series.last_observed}}
         series.dirty = False
-        await self._send(lambda: self.client.patch(EVENTS, series.namespace, series.name, body))
+        await self._send(series.name, lambda: self.client.patch(EVENTS, series.namespace, series.name, body))
 
-    async def _send(self, request: Callable[[], Awaitable[Any]]) -> bool:
+    async def _send(self, name: str, request: Callable[[], Awaitable[Any]]) -> bool:
+        # A span of its own: the write is the pass's (or the flush's), not the step's that noticed.
         try:
-            await request()
+            with span(tracer, "event", {"k8s.kind": EVENTS.kind, "k8s.name": name}):
+                await request()
         except (ApiError, TransportError, WriteWithheld) as err:
             log.warning("event not recorded", error=str(err)[:300])
             return False

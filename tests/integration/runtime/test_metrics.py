@@ -48,8 +48,9 @@ async def test_instances_by_phase_leader_and_step_errors(controlplane: Any, kube
         await kube.create(INSTANCES, null_instance("refused", namespace, refused=True))
 
         async def counted() -> bool:
+            # The object the API server refuses fails the Instance (not retried until it changes).
             phases = values(manager, "provider_instances")
-            return phases.get((("phase", "Provisioning"),)) == 3.0
+            return phases.get((("phase", "Provisioning"),)) == 2.0 and phases.get((("phase", "Failed"),)) == 1.0
 
         await wait_for(counted)
         assert values(manager, "provider_instance_phase_longest_seconds")[(("phase", "Provisioning"),)] >= 0
@@ -62,6 +63,6 @@ async def test_instances_by_phase_leader_and_step_errors(controlplane: Any, kube
         await kube.delete(INSTANCES, namespace, "one")
 
         async def forgotten() -> bool:
-            return values(manager, "provider_instances").get((("phase", "Provisioning"),)) == 2.0
+            return values(manager, "provider_instances").get((("phase", "Provisioning"),)) == 1.0
 
         await wait_for(forgotten)

@@ -12,7 +12,7 @@ import pytest
 
 from actors.cache.informer import Informer
 from actors.client import KubeClient
-from actors.client.known_resources import INSTANCES, SECRETS
+from actors.client.known_resources import EVENTS, INSTANCES, SECRETS
 from actors.contract import FINALIZER
 from actors.interface import KubeObject
 from actors.manager.options import ManagerOptions
@@ -202,9 +202,12 @@ async def test_a_restarted_provider_over_converged_instances_writes_nothing(
 
         await wait_for(restored)
         writes = {verb: n for verb, n in requests.items() if verb in WRITE_VERBS and n}
-    # The hand-edited ConfigMap only: an apply refused by the conflict with the hand edit, and the
-    # apply that takes the field back.
-    assert writes == {"patch": 2}
+        events = await kube.list(EVENTS, namespace)
+    # The hand-edited ConfigMap only: an apply refused by the conflict with the hand edit, the
+    # apply that takes the field back, and the Event that says so on its Instance.
+    assert writes == {"patch": 2, "create": 1}
+    taken_back = [e["regarding"]["name"] for e in events["items"] if e["reason"] == "FieldTakenBack"]
+    assert taken_back == ["s00"]
 
 
 async def test_our_own_applies_coming_back_do_not_reconcile_again(

@@ -182,7 +182,8 @@ async def test_failed_apply_is_an_error_with_the_api_servers_message(
     (event,) = [e for e in apply.get("events", []) if e["name"] == "exception"]
     assert "not a key!" in attributes(event)["exception.message"]
     assert sync["status"]["code"] in (2, "STATUS_CODE_ERROR")
-    # The pass then said why on the Instance's status, and is retried.
+    # The pass then said why on the Instance's status; the same apply would be refused again, so it
+    # is not retried until the Instance changes.
     assert attributes(tree.child(root, "status-update"))["http.response.status_code"] == 200
 
 

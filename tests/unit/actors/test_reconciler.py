@@ -5,6 +5,7 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - a derived name taken by a foreign object: NameClash, Failed, looked at again after NAME_CLASH_RETRY;
 - a kind no longer served: the `not_served` callback, and an immediate second pass;
 - the API server failing a sync: a Ready Instance keeps its phase;
+- an object the API server refuses as invalid (422): Failed, counted as an error, not retried;
 - a conflict on the finalizer patch: a failed pass that writes no status;
 - version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
   bad input, runs once in an hour of fake time; a Provider not known yet is retried with backoff;
@@ -208,6 +209,21 @@ async def test_an_api_error_during_the_first_sync_is_provisioning() -> None:
     runtime.kube.fail("apply", api_error(500, "InternalError", "etcdserver: leader changed"), resource=CONFIGMAPS)
     assert await runtime.reconciler(KEY) == Action(failed=True)
     assert runtime.status()["phase"] == "Provisioning"
+
+
+async def test_an_object_the_api_server_refuses_fails_the_instance_and_is_not_retried() -> None:
+    """A retry would send the same object and be refused the same way: a terminal error."""
+    runtime = Runtime()
+    runtime.instance(metadata=OURS, status={"phase": "Ready", "message": ""})
+    refusal = api_error(422, "Invalid", 'ConfigMap "a-cm" is invalid: data[not a key!]: Invalid value')
+    runtime.kube.fail("apply", refusal, resource=CONFIGMAPS)
+    assert await runtime.reconciler(KEY) == Action(terminal=True)
+    assert runtime.status()["phase"] == "Failed"
+    assert "data[not a key!]: Invalid value" in runtime.status()["message"]
+    assert (runtime.condition("Synced")["status"], runtime.condition("Synced")["reason"]) == ("False", "Invalid")
+    results = runtime.reconciler.metrics.reconciles
+    assert results.labels(result="error")._value.get() == 1
+    assert runtime.reconciler.metrics.retries._value.get() == 0
 
 
 async def test_a_conflict_on_the_finalizer_patch_fails_the_pass_and_writes_no_status() -> None:
