@@ -31,9 +31,10 @@ from provider.model.instance import Instance
 from provider.model.kinds import NODE, OPTIONAL, SERVICE
 from provider.model.names import ANNOTATION_DOMAIN, PROVIDER_NAME
 from provider.model.settings import ProviderSettings
-from provider.rules.error_messages import first_error_message
+from provider.rules.error_messages import error_messages
 from provider.rules.fields import check_object_name
 from provider.rules.pod_security import Level, PodPolicy
+from provider.rules.problems import Problems
 from provider.rules.quote import quote
 from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import register_catalogs
@@ -141,11 +142,14 @@ class KServeProvider:
     # -- synchronous core (shared by the runtime and `render`) ----------------------------------
 
     def parse(self, obj: KubeObject) -> Instance:
-        """The Instance model, or ValidationFailed with the first problem and the field it is in."""
+        """The Instance model, or ValidationFailed naming each problem and the field it is in."""
         try:
             instance = Instance.model_validate(obj)
         except ValidationError as exc:
-            raise ValidationFailed(first_error_message("", exc)) from None
+            problems = Problems()
+            problems.extend(error_messages("", exc))
+            problems.raise_any()
+            raise
         # Every derived name starts with the Instance name; the API server never hands us an empty
         # one, but render and the validation endpoint take documents as written.
         if not instance.metadata.name:

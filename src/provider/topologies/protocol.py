@@ -23,6 +23,8 @@ class LoraAdapter:
     label: str
     name: str
     uri: str
+    # The URI of the model the adapter was trained on; "" when the catalog does not say.
+    base_model: str = ""
 
 
 @dataclass(frozen=True)
