@@ -12,7 +12,7 @@ from provider.shared.catalogs import parse_lora_catalog
 from provider.topologies.llm.validation import validate_llm
 from provider.topologies.protocol import Catalogs, LoraAdapter
 from tests.support.instances import LLM_MODEL_URI, as_model, llm_instance
-from tests.support.llm_topology import fails, settings
+from tests.support.llm_topology import fails, inputs, settings
 
 
 def test_two_wrong_parameters_are_both_reported() -> None:
@@ -116,3 +116,34 @@ def test_the_reconciler_validate_and_render_refuse_it_alike() -> None:
         provider.check(obj, CATALOG)
     with pytest.raises(ValidationFailed, match="is for the base model"):
         provider.render(obj, catalogs=CATALOG)
+
+
+# -- gpuCount: the form's GPU field ----------------------------------------------------------------
+
+
+def test_gpu_count_sets_the_gpu_limit_and_request() -> None:
+    resources = inputs({"gpuCount": 2, "tensorParallelSize": 2}).resources or {}
+    assert resources["limits"]["nvidia.com/gpu"] == "2"
+    assert resources["requests"]["nvidia.com/gpu"] == "2"
+
+
+def test_gpu_count_is_ignored_on_the_cpu_profile() -> None:
+    resources = inputs({"gpuCount": 2, "computeProfile": "cpu"}).resources or {}
+    assert "nvidia.com/gpu" not in resources.get("limits", {})
+
+
+def test_gpu_count_agreeing_with_the_resources_is_accepted() -> None:
+    resources = inputs({"gpuCount": 1}, component={"resources": {"limits": {"nvidia.com/gpu": 1}}}).resources or {}
+    assert resources["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_gpu_count_disagreeing_with_the_resources_is_refused() -> None:
+    message = fails({"gpuCount": 2}, component={"resources": {"limits": {"nvidia.com/gpu": "1"}}})
+    assert message == (
+        "llmEngine.parameters.gpuCount is 2, but llmEngine.resources.limits.nvidia.com/gpu is 1; set only one of them"
+    )
+
+
+def test_gpu_count_below_the_parallelism_is_refused() -> None:
+    message = fails({"gpuCount": 1, "tensorParallelSize": 2})
+    assert message.startswith("llmEngine.resources.limits.nvidia.com/gpu is 1, but the parallelism needs 2 GPUs")

@@ -8,8 +8,8 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
    and enums (`llmEngine.parameters.tensorParallelSize: Input should be a valid integer`),
    `invalid llmEngine.parameters.config: <why>`, `llmEngine.parameters.lora.maxRank must be at
    least 1`, `llmEngine.parameters.loraDeployment must be "disabled" or "enabled"`, …
-4. `llmEngine replicas must not be negative`, then the component `resources` (quantities, and at
-   least as many nvidia.com/gpu as the parallelism needs)
+4. `llmEngine replicas must not be negative`, then the component `resources` (quantities, gpuCount
+   agreeing with them, and at least as many nvidia.com/gpu as the parallelism needs)
 5. `llmEngine.service.serviceType must be one of ClusterIP, LoadBalancer or NodePort`, then the
    source ranges
 6. the topology parameters model: `externalAccess must be one of ClusterIP, LoadBalancer, NodePort
@@ -160,6 +160,25 @@ def _check_names(inputs: LlmInputs, settings: ProviderSettings) -> None:
             )
 
 
+def _with_gpu_count(engine: LlmEngineParameters, resources: dict[str, Any]) -> dict[str, Any]:
+    """`resources` with gpuCount as the GPU limit and request (the gpu profile only)."""
+    count = engine.gpu_count
+    if engine.cpu or count is None:
+        return resources
+    out = dict(resources)
+    for section in ("limits", "requests"):
+        values = dict(out.get(section) or {})
+        written = values.get(GPU_RESOURCE)
+        if written is not None and written != str(count):
+            raise ValidationFailed(
+                f"{ENGINE_PREFIX}.gpuCount is {count}, but {COMPONENT}.resources.{section}.{GPU_RESOURCE} is "
+                f"{written}; set only one of them"
+            )
+        values[GPU_RESOURCE] = str(count)
+        out[section] = values
+    return out
+
+
 def _check_gpus(engine: LlmEngineParameters, resources: Mapping[str, Any]) -> None:
     """vLLM needs one GPU per tensor x pipeline x data rank in the pod; fewer fails at startup."""
     if engine.cpu:
@@ -219,6 +238,7 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
     with problems.collect():
         resources = container_resources(component.resources, prefix=f"{COMPONENT}.resources")
         if engine is not None:
+            resources = _with_gpu_count(engine, resources)
             _check_gpus(engine, resources)
     service_type, annotations, source_ranges = "ClusterIP", dict[str, str](), tuple[str, ...]()
     with problems.collect():
