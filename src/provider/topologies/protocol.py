@@ -85,6 +85,8 @@ class Release:
 
 class TopologyHandler(Protocol[InputsT]):
     name: str
+    # The Instance's components this topology runs pods for (status.components).
+    components: tuple[str, ...]
 
     def resources(self) -> Sequence[Resource]:
         """Every kind this topology may create (watched, inventoried, pruned)."""
