@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
         stamp as stamp,
     )
     from actors.interface import (
+        ComponentStatus as ComponentStatus,
         Condition as Condition,
         ConnectionDetails as ConnectionDetails,
         KubeObject as KubeObject,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
         SharedActors as SharedActors,
         SharedContext as SharedContext,
         Wake as Wake,
+        WakeKey as WakeKey,
         wake_nobody as wake_nobody,
     )
     from actors.observe.garbage_collector import (
@@ -81,6 +83,7 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
 _MODULES: dict[str, tuple[str, ...]] = {
     # The contract between the runtime and a provider.
     "actors.interface": (
+        "ComponentStatus",
         "Condition",
         "ConnectionDetails",
         "KubeObject",
@@ -102,7 +105,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     # Running a provider.
     "actors.manager.manager": ("Manager",),
     "actors.manager.options": ("ManagerOptions",),
-    "actors.manager.shared": ("SharedActor", "SharedActors", "SharedContext", "Wake", "wake_nobody"),
+    "actors.manager.shared": ("SharedActor", "SharedActors", "SharedContext", "Wake", "WakeKey", "wake_nobody"),
     "actors.cache.informer": ("StartupFailed",),
     "actors.cache.limits": ("InstanceLimits",),
     "actors.queue.actor_system": ("Action", "ActorSystem"),

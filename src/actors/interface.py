@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from actors.client import KubeClient
 
 __all__ = [
+    "ComponentStatus",
     "Condition",
     "ConnectionDetails",
     "KubeObject",
@@ -75,6 +76,18 @@ class ConnectionDetails:
 
 
 @dataclass(frozen=True)
+class ComponentStatus:
+    """One entry of Instance.status.components: a component (a key of spec.components), how many
+    of its pods run and are ready, a one-word state, and the pods' names."""
+
+    name: str
+    ready: int
+    total: int
+    state: str
+    pods: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class StatusReport:
     phase: Phase
     message: str = ""
@@ -82,6 +95,8 @@ class StatusReport:
     connection: ConnectionDetails | None = None
     # Poll again after this many seconds (KServe status is not always event-driven for us).
     requeue_after: float | None = None
+    # Per component; () leaves status.components as it is (a pass that learned nothing of them).
+    components: Sequence[ComponentStatus] = ()
 
 
 class ValidationFailed(Exception):

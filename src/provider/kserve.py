@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -19,8 +19,10 @@ from pydantic import ValidationError
 
 from actors import (
     ApiError,
+    ComponentStatus,
     KubeClient,
     KubeObject,
+    Phase,
     ReconcileContext,
     Resource,
     SharedActors,
@@ -31,13 +33,15 @@ from provider.model.instance import Instance
 from provider.model.kinds import NODE, OPTIONAL, SERVICE
 from provider.model.names import ANNOTATION_DOMAIN, PROVIDER_NAME
 from provider.model.settings import ProviderSettings
-from provider.rules.error_messages import first_error_message
+from provider.rules.error_messages import error_messages
 from provider.rules.fields import check_object_name
 from provider.rules.pod_security import Level, PodPolicy
+from provider.rules.problems import Problems
 from provider.rules.quote import quote
 from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import register_catalogs
 from provider.shared.namespace_levels import NamespaceLevels
+from provider.shared.workload_pods import ComponentPods, WorkloadPods
 from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
 from provider.topologies.registry import build_topologies
 
@@ -49,6 +53,33 @@ CatalogSource = Catalogs | Callable[[], Catalogs]
 GatewayAddressSource = Callable[[], str | None]
 # A namespace's enforced Pod Security level, None when it has no label.
 NamespaceLevelSource = Callable[[str], Level | None]
+# The pods KServe runs for an Instance (namespace, name), by component.
+WorkloadPodsSource = Callable[[str, str], Mapping[str, ComponentPods]]
+
+
+_WITHOUT_PODS = {"Ready": "ScaledToZero", "Suspended": "Suspended", "Suspending": "Suspended"}
+
+
+def component_state(pods: ComponentPods, phase: Phase) -> str:
+    """One word for a component: what keeps a pod from running, else Ready when every pod is,
+    Starting while some are not, and without pods ScaledToZero (a Ready Instance), Suspended or
+    Pending."""
+    if pods.problem:
+        return pods.problem
+    if pods.total == 0:
+        return _WITHOUT_PODS.get(phase.value, "Pending")
+    return "Ready" if pods.ready == pods.total else "Starting"
+
+
+def component_statuses(
+    components: Sequence[str], pods: Mapping[str, ComponentPods], phase: Phase
+) -> tuple[ComponentStatus, ...]:
+    """status.components of an Instance whose topology runs `components`."""
+    out: list[ComponentStatus] = []
+    for name in components:
+        found = pods.get(name, ComponentPods())
+        out.append(ComponentStatus(name, found.ready, found.total, component_state(found, phase), found.pods))
+    return tuple(out)
 
 
 def node_addresses(nodes: Iterable[KubeObject]) -> list[str]:
@@ -105,8 +136,10 @@ class KServeProvider:
         topologies: Mapping[str, TopologyHandler[Any]] | None = None,
         gateway_base_url: GatewayAddressSource | None = None,
         namespace_level: NamespaceLevelSource | None = None,
+        workload_pods: WorkloadPodsSource | None = None,
     ) -> None:
         self.settings = settings
+        self._workload_pods = workload_pods
         self._namespace_level = namespace_level
         self._catalogs: CatalogSource = catalogs if catalogs is not None else Catalogs()
         self.topologies: Mapping[str, TopologyHandler[Any]] = (
@@ -141,11 +174,14 @@ class KServeProvider:
     # -- synchronous core (shared by the runtime and `render`) ----------------------------------
 
     def parse(self, obj: KubeObject) -> Instance:
-        """The Instance model, or ValidationFailed with the first problem and the field it is in."""
+        """The Instance model, or ValidationFailed naming each problem and the field it is in."""
         try:
             instance = Instance.model_validate(obj)
         except ValidationError as exc:
-            raise ValidationFailed(first_error_message("", exc)) from None
+            problems = Problems()
+            problems.extend(error_messages("", exc))
+            problems.raise_any()
+            raise
         # Every derived name starts with the Instance name; the API server never hands us an empty
         # one, but render and the validation endpoint take documents as written.
         if not instance.metadata.name:
@@ -213,7 +249,12 @@ class KServeProvider:
             missing=frozenset(r for r in valid.topology.resources() if r not in ctx.available),
             catalogs=self.catalogs(),
         )
-        return valid.topology.status(valid.instance, valid.inputs, ctx.observed, inputs)
+        report = valid.topology.status(valid.instance, valid.inputs, ctx.observed, inputs)
+        if self._workload_pods is None:
+            return report
+        meta = valid.instance.metadata
+        pods = self._workload_pods(meta.namespace, meta.name)
+        return replace(report, components=component_statuses(valid.topology.components, pods, report.phase))
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
         """The runtime deletes every object we own (all carry the Instance's controller reference);
@@ -246,7 +287,8 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
     """The provider as `provider-kserve run` starts it, configured from the chart's environment.
 
     Registers the shared actors it asks: the model and LoRA catalogs (provider.shared.catalog_actors) and,
-    given a client to watch the shared Gateway with, the AI Gateway actor (provider.shared.ai_gateway).
+    given a client to watch the shared Gateway with, the AI Gateway actor (provider.shared.ai_gateway),
+    the namespaces' Pod Security levels and the pods KServe runs for our Instances (status.components).
     Without a client AI Gateway Instances stay Provisioning (`Waiting for Envoy AI Gateway address`).
     """
     settings = ProviderSettings.from_env(environ)
@@ -254,14 +296,22 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
     catalogs = register_catalogs(shared, environ)
     base_url: GatewayAddressSource | None = None
     namespace_level: NamespaceLevelSource | None = None
+    workload_pods: WorkloadPodsSource | None = None
     if client is not None:
         gateway = AIGatewayActor(client, settings)
         shared.register(gateway)
         namespaces = NamespaceLevels(client)
         shared.register(namespaces)
         namespace_level = namespaces.level
+        pods = WorkloadPods()
+        shared.register(pods)
+        workload_pods = pods.components
         base_url = lambda: gateway.base_url  # noqa: E731 - the published snapshot, read per status pass
     provider = KServeProvider(
-        settings, catalogs=catalogs, gateway_base_url=base_url, namespace_level=namespace_level
+        settings,
+        catalogs=catalogs,
+        gateway_base_url=base_url,
+        namespace_level=namespace_level,
+        workload_pods=workload_pods,
     )
     return provider, shared

@@ -239,7 +239,7 @@ class Manager:
         await tg.start(self.actors.run)
         opts = self.options
         watch = informer_watch(self.client, opts.watch_settings(), opts.shared_sync_timeout)
-        await self.shared.start(tg, SharedContext(wake=self.wake_matching, watch=watch))
+        await self.shared.start(tg, SharedContext(wake=self.wake_matching, watch=watch, wake_key=self.wake_key))
         await tg.start(self.kinds.run)
         for informer in self.instance_informers:
             await start_informer(tg, informer, self.options.sync_timeout)
@@ -331,6 +331,13 @@ class Manager:
     def resync(self) -> None:
         for key in list(self.instances.objects):
             self.actors.notify(key)
+
+    def wake_key(self, key: str) -> bool:
+        """Wake the actor of the Instance `key` (`namespace/name`) if it is one of ours."""
+        if key not in self.instances.objects:
+            return False
+        self.actors.notify(key)
+        return True
 
     def wake_matching(self, predicate: Callable[[KubeObject], bool]) -> int:
         """Wake the actors of every Instance for which `predicate` holds (shared actors use it)."""

@@ -3,7 +3,8 @@ mounted catalog file, the shared Gateway, namespace labels) and publishes what i
 immutable snapshot, which a reconcile reads directly, without a round-trip.
 
 When what a component publishes changes, it wakes only the Instances the change concerns through
-`wake(predicate)`, which the manager hands it (with `watch`, the manager's way to follow a kind)
+`wake(predicate)`, or `wake_key(key)` when it knows the one Instance (no scan of them all), which
+the manager hands it (with `watch`, the manager's way to follow a kind, label-selected if asked)
 when it starts the component. Components start in registration order with anyio's structured
 start: `run` reports `task_status.started()` once its first snapshot is there (or the manager's
 bounded wait for one is over), so the first reconciles read it.
@@ -25,10 +26,16 @@ from actors.client.resource import KubeObject, Resource
 A = TypeVar("A", bound="SharedActor")
 # Wake the actors of every Instance for which the predicate holds; returns how many.
 Wake = Callable[[Callable[[KubeObject], bool]], int]
+# Wake the actor of the Instance `namespace/name`, if it is one of ours; returns whether it was.
+WakeKey = Callable[[str], bool]
 
 
 def wake_nobody(predicate: Callable[[KubeObject], bool]) -> int:
     return 0
+
+
+def wake_no_key(key: str) -> bool:
+    return False
 
 
 class Watch(Protocol):
@@ -44,6 +51,7 @@ class Watch(Protocol):
         transform: Callable[[KubeObject], Any],
         on_change: ChangeHandler[Any],
         namespace: str | None = None,
+        label_selector: str | None = None,
     ) -> Awaitable[bool]: ...
 
 
@@ -59,9 +67,16 @@ def informer_watch(client: KubeClient, settings: WatchSettings, timeout: float) 
         transform: Callable[[KubeObject], Any],
         on_change: ChangeHandler[Any],
         namespace: str | None = None,
+        label_selector: str | None = None,
     ) -> bool:
         informer: Informer[Any] = Informer(
-            client, resource, namespace=namespace, transform=transform, on_change=on_change, settings=settings
+            client,
+            resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            transform=transform,
+            on_change=on_change,
+            settings=settings,
         )
         return await start_informer(task_group, informer, timeout, required=False)
 
@@ -74,6 +89,7 @@ class SharedContext:
 
     wake: Wake
     watch: Watch
+    wake_key: WakeKey = wake_no_key
 
 
 class SharedActor(ABC):

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import structlog
 
-from actors.interface import Condition, ConnectionDetails, KubeObject, Phase
+from actors.interface import ComponentStatus, Condition, ConnectionDetails, KubeObject, Phase
 
 log = structlog.get_logger("actors.status.compose")
 
@@ -37,6 +37,13 @@ _TYPE_MAX: Final = 316
 _REASON: Final = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 _REASON_MAX: Final = 1024
 _FALLBACK_REASON: Final = {"True": "Ready", "False": "NotReady", "Unknown": "Unknown"}
+# status.components: pods named per component at most (a name is at most 253 characters), and the
+# int32 the CRD's counts are.
+MAX_POD_REFS: Final = 64
+_INT32_MAX: Final = 2**31 - 1
+# The fields of a status.components entry as the newest core has them; an older CRD declares fewer
+# (no `name`), and only the declared ones are written.
+COMPONENT_FIELDS: Final = frozenset({"name", "podRefs", "ready", "total", "state"})
 
 
 def bounded_message(text: str) -> str:
@@ -112,6 +119,22 @@ def connection_condition(secret_name: str | None, phase: Phase, problem: str | N
     return None
 
 
+def component_entries(components: Iterable[ComponentStatus], fields: frozenset[str]) -> list[dict[str, Any]]:
+    """status.components as the CRD takes it: its declared `fields` only, counts within int32,
+    at most MAX_POD_REFS pod names each, in the order reported."""
+    entries: list[dict[str, Any]] = []
+    for component in components:
+        entry = {
+            "name": component.name,
+            "podRefs": [{"name": pod} for pod in sorted(component.pods)[:MAX_POD_REFS]],
+            "ready": min(max(component.ready, 0), _INT32_MAX),
+            "total": min(max(component.total, 0), _INT32_MAX),
+            "state": bounded_message(component.state),
+        }
+        entries.append({k: v for k, v in entry.items() if k in fields})
+    return entries
+
+
 def compose_status(
     instance: KubeObject,
     *,
@@ -124,10 +147,14 @@ def compose_status(
     connection_secret: str | None = None,
     connection_problem: str | None = None,
     status_connection_supported: bool = False,
+    components: Iterable[ComponentStatus] = (),
+    component_fields: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The full new status. With `complete`, `conditions` is the whole truth of this pass and
     conditions not reported (e.g. of a topology switched away from) are dropped; otherwise (an
-    error pass that learned little) earlier conditions are kept and only the reported ones change."""
+    error pass that learned little) earlier conditions are kept and only the reported ones change.
+    `components` go to status.components with the `component_fields` the installed CRD declares
+    (none declared: not written); a complete pass that reports none removes them."""
     current = copy.deepcopy(instance.get("status") or {})
     generation = int(instance["metadata"].get("generation") or 0)
     updates = list(conditions)
@@ -150,4 +177,9 @@ def compose_status(
         }
     elif status_connection_supported:
         new.pop("connection", None)
+    entries = component_entries(components, component_fields) if component_fields else []
+    if entries:
+        new["components"] = entries
+    elif complete and component_fields:
+        new.pop("components", None)
     return new

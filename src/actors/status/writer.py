@@ -20,7 +20,7 @@ from actors.client.known_resources import CRDS, INSTANCES
 from actors.interface import Condition, KubeObject, Phase, StatusReport
 from actors.observe.metrics import InstancePhases
 from actors.observe.tracing import span
-from actors.status.compose import bounded_message, compose_status
+from actors.status.compose import COMPONENT_FIELDS, bounded_message, compose_status
 
 log = structlog.get_logger("actors.status.compose")
 tracer = trace.get_tracer("actors.status.compose")
@@ -37,11 +37,16 @@ class StatusWriter:
         # Newer cores add non-secret connection details at status.connection; we write them only
         # when the installed CRD declares the field (unknown fields would be pruned anyway).
         self.status_connection_supported = False
+        # The fields of a status.components entry the installed CRD declares (older cores lack
+        # `name`; what is not declared is not written).
+        self.component_fields: frozenset[str] = frozenset()
 
     async def start(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Learn what the installed Instance CRD's status supports, then report started."""
         crd = await self.client.get(CRDS, None, f"{INSTANCES.plural}.{INSTANCES.group}")
-        self.status_connection_supported = crd is not None and _declares_status_connection(crd)
+        status = _status_schema(crd) if crd is not None else {}
+        self.status_connection_supported = "connection" in (status.get("properties") or {})
+        self.component_fields = _component_fields(status)
         task_status.started()
 
     async def write(
@@ -74,6 +79,8 @@ class StatusWriter:
             connection_secret=connection_secret,
             connection_problem=connection_problem,
             status_connection_supported=self.status_connection_supported,
+            components=report.components,
+            component_fields=self.component_fields,
         )
         if new == current:
             return
@@ -110,9 +117,17 @@ class StatusWriter:
             raise
 
 
-def _declares_status_connection(crd: KubeObject) -> bool:
+def _status_schema(crd: KubeObject) -> dict[str, Any]:
     for version in crd.get("spec", {}).get("versions", []):
         if version.get("name") == INSTANCES.version:
-            status = version.get("schema", {}).get("openAPIV3Schema", {}).get("properties", {}).get("status", {})
-            return "connection" in status.get("properties", {})
-    return False
+            status: dict[str, Any] = (
+                version.get("schema", {}).get("openAPIV3Schema", {}).get("properties", {}).get("status", {})
+            )
+            return status
+    return {}
+
+
+def _component_fields(status: dict[str, Any]) -> frozenset[str]:
+    components = (status.get("properties") or {}).get("components") or {}
+    declared = ((components.get("items") or {}).get("properties") or {}).keys()
+    return COMPONENT_FIELDS & frozenset(declared)

@@ -1,5 +1,9 @@
 """The chart's catalogs, parsed: the LoRA adapter catalog (`LORA_ADAPTER_CATALOG`, a JSON list of
-{label, name, uri}) and the model catalog (`MODEL_CATALOG`, a JSON list of {label, uri, gated}).
+{label, name, uri, baseModel}) and the model catalog (`MODEL_CATALOG`, a JSON list of {label, uri, gated}).
+
+`baseModel` is the URI of the model an adapter was trained on: the llm topology refuses an adapter
+whose base is not the Instance's model. An entry without it is not checked (catalogs written before
+the field existed keep working).
 
 The Go provider's rules are kept: entries without a name or uri are skipped and a later entry with
 the same name replaces an earlier one. Unlike Go, a malformed catalog is not silently empty:
@@ -34,6 +38,7 @@ class _Entry(BaseModel):
     label: str = ""
     name: str = ""
     uri: str = ""
+    baseModel: str = ""  # noqa: N815 - the chart value's key
 
 
 class _Catalog(BaseModel):
@@ -60,7 +65,9 @@ def parse_lora_catalog(text: str) -> tuple[LoraAdapter, ...]:
     for entry in catalog.entries:
         name, uri = entry.name.strip(), entry.uri.strip()
         if name and uri:
-            by_name[name] = LoraAdapter(label=entry.label or name, name=name, uri=uri)
+            by_name[name] = LoraAdapter(
+                label=entry.label or name, name=name, uri=uri, base_model=entry.baseModel.strip()
+            )
     return tuple(by_name.values())
 
 

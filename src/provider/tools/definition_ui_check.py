@@ -1,7 +1,15 @@
-"""The UI sections of definition/ checked against the Instance shape and the parameter schemas.
+"""The UI sections of definition/ checked against the Instance shape, the parameter schemas and
+the rules of OpenEverest's form.
 
 Every `path` must name a field that exists, a field the model requires must be in the form, and the
-form's defaults and bounds must agree with the model's.
+form's defaults, bounds, patterns and options must agree with the model's. OpenEverest's UI builds
+its form (a zod schema) from these fields, and some of its rules surprise (provider.tools.form_rules
+says which): a select without a `validation` block accepts any string, a select whose options come
+from `optionsPath` without an explicit `defaultValue` preselects the first option (and posts it),
+and a number without `int: true` accepts 2.5. So here every select must have a validation block,
+every optionsPath select a defaultValue, every integer field `int: true`, every bound of the model
+a bound in the form, every pattern of the model the same `regex`, and defaults must be of the type
+the form posts (strings for selects, numbers for numbers).
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ INSTANCE_SPEC_FIELDS = frozenset(
         "dataSource",
     }
 )
+# Component fields (outside any parameters model) that are integers in the Instance CRD.
+INTEGER_COMPONENT_FIELDS = frozenset({"replicas"})
 COMPONENT_FIELDS = frozenset(
     {
         "name",
@@ -156,12 +166,75 @@ def _check_field(
         ctype = options_path.split(".")[2]
         if ctype not in d.component_types:
             raise DefinitionError(f"{where}: optionsPath {options_path!r} names an unknown component type")
-    if schema is None:
+    prop: Mapping[str, Any] | None = None
+    if schema is not None:
+        found = _field_schema(schema, rest) if rest else None
+        if found is None:
+            raise DefinitionError(f"{where}: path {path!r} is not a field of the parameters model")
+        _check_agrees_with_model(where, path, field, *found)
+        prop = found[0]
+    parts = path.split(".")
+    integer = (prop is not None and prop.get("type") == "integer") or (
+        prop is None and len(parts) == 4 and parts[1] == "components" and parts[3] in INTEGER_COMPONENT_FIELDS
+    )
+    _check_form_rules(where, field, prop, integer=integer)
+
+
+def _check_form_rules(where: str, field: Mapping[str, Any], prop: Mapping[str, Any] | None, *, integer: bool) -> None:
+    """What OpenEverest's form does with the field must be what the model accepts."""
+    ui_type = field.get("uiType")
+    params = as_mapping(field.get("fieldParams"), f"{where}.fieldParams")
+    validation = as_mapping(field.get("validation"), f"{where}.validation")
+    default = params.get("defaultValue")
+    if ui_type == "select":
+        if "validation" not in field:
+            raise DefinitionError(
+                f"{where}: a select needs a validation block (e.g. required: false): without one the form "
+                "accepts any string, not only its options"
+            )
+        if "optionsPath" in params and "defaultValue" not in params:
+            raise DefinitionError(
+                f'{where}: a select with optionsPath needs an explicit defaultValue ("" for none): without one '
+                "the form preselects the first option and posts it"
+            )
+        values = [o.get("value") if isinstance(o, dict) else o for o in params.get("options") or []]
+        if (default is not None and not isinstance(default, str)) or any(not isinstance(v, str) for v in values):
+            raise DefinitionError(
+                f"{where}: a select posts strings: its defaultValue and option values must be strings"
+            )
+    if ui_type == "number":
+        if default is not None and (isinstance(default, bool) or not isinstance(default, int | float)):
+            raise DefinitionError(f"{where}: a number field's defaultValue must be a number")
+        if integer and validation.get("int") is not True:
+            raise DefinitionError(
+                f"{where}: an integer field needs validation.int: true (the form takes 2.5 otherwise)"
+            )
+        if integer and default is not None and default != int(default):
+            raise DefinitionError(f"{where}: defaultValue {default} of an integer field is not an integer")
+    if prop is None:
         return
-    found = _field_schema(schema, rest) if rest else None
-    if found is None:
-        raise DefinitionError(f"{where}: path {path!r} is not a field of the parameters model")
-    _check_agrees_with_model(where, path, field, *found)
+    bounds: tuple[tuple[str, str], ...] = ()
+    if ui_type == "number":
+        bounds = (("min", "minimum"), ("max", "maximum"))
+    elif ui_type == "text":
+        bounds = (("max", "maxLength"),)
+    for ui_key, bound in bounds:
+        if bound in prop and ui_key not in validation:
+            raise DefinitionError(
+                f"{where}: the model has {bound} {prop[bound]}: set validation.{ui_key} "
+                "(the form accepts any value otherwise)"
+            )
+        if ui_type == "text" and ui_key in validation and validation[ui_key] > prop[bound]:
+            raise DefinitionError(
+                f"{where}: validation.{ui_key} {validation[ui_key]} allows values the model rejects "
+                f"({bound} {prop[bound]})"
+            )
+    pattern = prop.get("pattern")
+    regex = as_mapping(validation.get("regex"), f"{where}.validation.regex").get("pattern")
+    if ui_type == "text" and regex != pattern:
+        raise DefinitionError(
+            f"{where}: validation.regex.pattern {regex!r} differs from the model's pattern {pattern!r}"
+        )
 
 
 def _field_model(
@@ -212,9 +285,20 @@ def _check_agrees_with_model(
                 f"({bound} {prop[bound]})"
             )
     options = params.get("options")
-    enum = prop.get("enum")
-    if isinstance(options, list) and isinstance(enum, list):
+    enum = _string_values(prop)
+    if isinstance(options, list) and enum is not None:
         for option in options:
             value = option.get("value") if isinstance(option, dict) else None
             if value not in enum:
                 raise DefinitionError(f"{where}: option {value!r} is not one of the model's values {enum}")
+
+
+def _string_values(prop: Mapping[str, Any]) -> list[Any] | None:
+    """The values the model takes as strings: its enum, or the enums of its string branches (a
+    flag takes a boolean or one of its words); None when any string goes."""
+    if isinstance(prop.get("enum"), list):
+        return list(prop["enum"])
+    branches = [b for b in prop.get("anyOf") or [] if isinstance(b, dict) and b.get("type") == "string"]
+    if branches and all(isinstance(b.get("enum"), list) for b in branches):
+        return [value for b in branches for value in b["enum"]]
+    return None

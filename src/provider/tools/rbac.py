@@ -106,6 +106,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "",
+        ("pods",),
+        WATCH,
+        "The pods KServe runs for our Instances, label-selected (core.openeverest.io/provider): "
+        "ready and total per component on status.components. Read only, never written.",
+    ),
+    Rule(
+        "",
         ("namespaces",),
         WATCH,
         "The Pod Security level (pod-security.kubernetes.io/enforce) of each Instance's namespace, "
@@ -140,8 +147,8 @@ RULES: tuple[Rule, ...] = (
         "apiextensions.k8s.io",
         ("customresourcedefinitions",),
         ("get",),
-        "Which status fields the installed Instance CRD has (status.connection). Optional kinds "
-        "are found through discovery, which needs no permission.",
+        "Which status fields the installed Instance CRD has (status.connection, the fields of "
+        "status.components). Optional kinds are found through discovery, which needs no permission.",
     ),
     Rule(
         "authorization.k8s.io",

@@ -23,6 +23,8 @@ class LoraAdapter:
     label: str
     name: str
     uri: str
+    # The URI of the model the adapter was trained on; "" when the catalog does not say.
+    base_model: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class Release:
 
 class TopologyHandler(Protocol[InputsT]):
     name: str
+    # The Instance's components this topology runs pods for (status.components).
+    components: tuple[str, ...]
 
     def resources(self) -> Sequence[Resource]:
         """Every kind this topology may create (watched, inventoried, pruned)."""

@@ -1,8 +1,16 @@
 from __future__ import annotations
 
-from actors.interface import Condition, ConnectionDetails, Phase
-from actors.status.compose import compose_status, merge_conditions
+from typing import Any
+
+import yaml
+
+from actors.interface import ComponentStatus, Condition, ConnectionDetails, Phase
+from actors.status.compose import COMPONENT_FIELDS, MAX_POD_REFS, compose_status, merge_conditions
+from actors.status.writer import _component_fields, _status_schema
+from plane import crds_dir
 from tests.support.instances import bare_instance
+
+CRD = crds_dir() / "openeverest" / "core.openeverest.io_instances.yaml"
 
 
 def _instance(status: dict[str, object] | None = None, generation: int = 3) -> dict[str, object]:
@@ -55,3 +63,46 @@ def test_ready_without_details_reports_not_reported() -> None:
     cond = status["conditions"][0]
     assert (cond["type"], cond["status"], cond["reason"]) == ("ConnectionDetailsReady", "False", "NotReported")
     assert "connection" not in status
+
+
+# -- status.components ----------------------------------------------------------------------------
+
+OLD_CORE_FIELDS = frozenset({"podRefs", "ready", "total", "state"})  # release-2.0's CRD: no `name`
+
+
+def _components(**overrides: object) -> dict[str, object]:
+    kwargs: dict[str, object] = {"phase": Phase.READY, "message": "", "conditions": [], "complete": True}
+    return compose_status(_instance(), **{**kwargs, **overrides})  # type: ignore[arg-type]
+
+
+def test_components_are_written_with_the_fields_the_crd_declares() -> None:
+    engine = ComponentStatus("llmEngine", ready=1, total=2, state="Starting", pods=("b-pod", "a-pod"))
+    old = _components(components=[engine], component_fields=OLD_CORE_FIELDS)
+    assert old["components"] == [
+        {"podRefs": [{"name": "a-pod"}, {"name": "b-pod"}], "ready": 1, "total": 2, "state": "Starting"}
+    ]
+    new = _components(components=[engine], component_fields=COMPONENT_FIELDS)
+    assert new["components"][0]["name"] == "llmEngine"  # type: ignore[index]
+
+
+def test_components_are_not_written_where_the_crd_has_none_and_are_bounded() -> None:
+    many = ComponentStatus("c", ready=-1, total=2**40, state="x" * 10_000, pods=[f"p{i:03d}" for i in range(200)])
+    assert "components" not in _components(components=[many])
+    entries: list[dict[str, Any]] = _components(components=[many], component_fields=OLD_CORE_FIELDS)["components"]  # type: ignore[assignment]
+    (entry,) = entries
+    assert entry["ready"] == 0 and entry["total"] == 2**31 - 1
+    assert len(entry["podRefs"]) == MAX_POD_REFS and len(entry["state"]) <= 4096
+
+
+def test_a_complete_pass_without_components_removes_them_and_a_partial_one_keeps_them() -> None:
+    stored = {"components": [{"ready": 1, "total": 1, "state": "Ready"}]}
+    kwargs = {"phase": Phase.READY, "message": "", "conditions": [], "component_fields": OLD_CORE_FIELDS}
+    assert "components" not in compose_status(_instance(stored), complete=True, **kwargs)  # type: ignore[arg-type]
+    kept = compose_status(_instance(stored), complete=False, **kwargs)  # type: ignore[arg-type]
+    assert kept["components"] == stored["components"]
+
+
+def test_the_writer_reads_the_component_fields_of_the_installed_crd() -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    status = _status_schema(crd)
+    assert _component_fields(status) == OLD_CORE_FIELDS

@@ -28,7 +28,10 @@ def test_model_uri_is_required(uri: str | None) -> None:
 
 
 def test_model_uri_required_comes_before_type_errors() -> None:
-    assert fails({"modelURI": None, "tensorParallelSize": "x"}) == "llmEngine.parameters.modelURI is required"
+    assert fails({"modelURI": None, "tensorParallelSize": "x"}) == (
+        "llmEngine.parameters.modelURI is required | "
+        "llmEngine.parameters.tensorParallelSize: Input should be a valid integer"
+    )
 
 
 @pytest.mark.parametrize(

@@ -49,11 +49,13 @@ def test_missing_storage_uri(value: str | None) -> None:
 
 
 def test_empty_parameters_name_model_format_first() -> None:
-    assert fails({}) == "predictor.parameters.modelFormat is required"
+    assert fails({}) == "predictor.parameters.modelFormat is required | predictor.parameters.storageURI is required"
 
 
 def test_model_format_checked_before_storage_uri() -> None:
-    assert fails({"storageURI": ""}) == "predictor.parameters.modelFormat is required"
+    assert fails({"storageURI": ""}) == (
+        "predictor.parameters.modelFormat is required | predictor.parameters.storageURI is required"
+    )
 
 
 def test_negative_min_replicas() -> None:
@@ -182,7 +184,24 @@ def test_null_parameter_is_unset() -> None:
 
 
 def test_go_rule_order_min_replicas_negative_before_type_errors() -> None:
-    assert fails(params(minReplicas=-1, runtime=5)) == "predictor.parameters.minReplicas must not be negative"
+    assert fails(params(minReplicas=-1, runtime=5)) == (
+        "predictor.parameters.minReplicas must not be negative | "
+        "predictor.parameters.runtime: Input should be a valid string"
+    )
+
+
+def test_every_problem_is_reported_once_in_rule_order() -> None:
+    message = fails(
+        params(modelFormat="Bad Format!", bogus=1, maxReplicas=1, minReplicas=3),
+        component={"replicas": -1, "resources": {"limits": {"cpu": "lots"}}},
+    )
+    assert message.split(" | ") == [
+        "predictor.parameters.modelFormat: 'Bad Format!' is not a valid model format name (lowercase letters, "
+        "digits, '-', '_' and '.'; e.g. sklearn, xgboost, lightgbm, pytorch)",
+        "predictor.parameters.bogus: Extra inputs are not permitted",
+        "predictor replicas must not be negative",
+        "predictor.resources.limits.cpu: 'lots' is not a valid quantity (e.g. 500m, 1, 2Gi)",
+    ]
 
 
 @pytest.mark.parametrize(

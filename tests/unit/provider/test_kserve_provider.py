@@ -41,6 +41,7 @@ OTHER = Resource("example.com", "v1", "widgets", "Widget")
 
 class FakeTopology:
     name = "predictor"
+    components: tuple[str, ...] = ("predictor",)
 
     def __init__(self) -> None:
         self.seen: list[StatusInputs] = []

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from provider.tools import generation as generate
 from provider.tools.definition import DefinitionError
@@ -71,19 +71,38 @@ def test_render_minimal_definition(tmp_path: Path) -> None:
                 "uiType": "select",
                 "path": "spec.components.engine.parameters.mode",
                 "fieldParams": {"defaultValue": "a", "options": [{"label": "A", "value": "a"}]},
+                "validation": {"required": False},
             },
             "flag": {
                 "uiType": "select",
                 "path": "spec.components.engine.parameters.flag",
                 "fieldParams": {"defaultValue": "false"},
+                "validation": {"required": False},
             },
-            "replicas": {"uiType": "number", "path": "spec.components.engine.replicas"},
+            "size": {
+                "uiType": "number",
+                "path": "spec.components.engine.parameters.size",
+                "validation": {"int": True, "min": 1, "max": 8},
+            },
+            "version": {
+                "uiType": "select",
+                "path": "spec.components.engine.version",
+                "fieldParams": {
+                    "defaultValue": "",
+                    "optionsPath": "spec.componentTypes.e.versions",
+                    "optionsPathConfig": {"labelPath": "version", "valuePath": "version"},
+                },
+                "validation": {"required": False},
+            },
+            "replicas": {
+                "uiType": "number",
+                "path": "spec.components.engine.replicas",
+                "validation": {"int": True},
+            },
             "access": {"uiType": "text", "path": "spec.topology.parameters.access"},
             "grp": {
                 "uiType": "group",
-                "components": {
-                    "cpu": {"uiType": "number", "path": "spec.components.engine.resources.limits.cpu"}
-                },
+                "components": {"cpu": {"uiType": "number", "path": "spec.components.engine.resources.limits.cpu"}},
             },
         },
     )
@@ -181,6 +200,93 @@ def test_render_minimal_definition(tmp_path: Path) -> None:
 def test_ui_drift_is_an_error(tmp_path: Path, fields: dict[str, Any], message: str) -> None:
     with pytest.raises(DefinitionError, match=message):
         _render(_definition(tmp_path, fields))
+
+
+class _Named(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model_uri: str = Field(alias="modelURI")
+    name: str | None = Field(default=None, max_length=10, json_schema_extra={"pattern": "^[a-z]+$"})
+    count: int | None = Field(default=None, ge=0, le=4)
+    flag: Annotated[
+        bool, WithJsonSchema({"anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]})
+    ] = False
+
+
+def _select(path: str, **params: Any) -> dict[str, Any]:
+    return {"uiType": "select", "path": path, "fieldParams": params}
+
+
+NAME = "spec.components.engine.parameters.name"
+COUNT = "spec.components.engine.parameters.count"
+FLAG = "spec.components.engine.parameters.flag"
+VERSION = "spec.components.engine.version"
+OPTIONS_PATH = {
+    "optionsPath": "spec.componentTypes.e.versions",
+    "optionsPathConfig": {"labelPath": "v", "valuePath": "v"},
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        # Without a validation block the form takes any string for a select.
+        (_select(FLAG, defaultValue="false", options=[{"label": "On", "value": "true"}]), "needs a validation block"),
+        # Without a defaultValue the form preselects (and posts) the first catalog option.
+        ({**_select(VERSION, **OPTIONS_PATH), "validation": {"required": False}}, "needs an explicit defaultValue"),
+        # Selects post strings; a boolean default cannot even be loaded back into the form.
+        ({**_select(FLAG, defaultValue=False), "validation": {"required": False}}, "posts strings"),
+        (
+            {**_select(FLAG, defaultValue="false", options=[{"label": "Y", "value": "maybe"}]), "validation": {}},
+            "'maybe'",
+        ),
+        ({"uiType": "number", "path": COUNT, "validation": {"min": 0, "max": 4}}, "validation.int: true"),
+        ({"uiType": "number", "path": "spec.components.engine.replicas"}, "validation.int: true"),
+        ({"uiType": "number", "path": COUNT, "validation": {"int": True, "min": 0}}, "set validation.max"),
+        ({"uiType": "number", "path": COUNT, "validation": {"int": True, "max": 4}}, "set validation.min"),
+        (
+            {
+                "uiType": "number",
+                "path": COUNT,
+                "fieldParams": {"defaultValue": 1.5},
+                "validation": {"int": True, "min": 0, "max": 4},
+            },
+            "not an integer",
+        ),
+        ({"uiType": "text", "path": NAME, "validation": {"regex": {"pattern": "^[a-z]+$"}}}, "set validation.max"),
+        (
+            {"uiType": "text", "path": NAME, "validation": {"max": 11, "regex": {"pattern": "^[a-z]+$"}}},
+            "validation.max 11",
+        ),
+        ({"uiType": "text", "path": NAME, "validation": {"max": 10}}, "differs from the model's pattern"),
+        (
+            {"uiType": "text", "path": NAME, "validation": {"max": 10, "regex": {"pattern": "^[a-z]*$"}}},
+            "differs from the model's pattern",
+        ),
+    ],
+)
+def test_the_form_rules_are_checked(tmp_path: Path, field: dict[str, Any], message: str) -> None:
+    models: dict[str, type[BaseModel]] = {"m:Engine": _Named, "m:Topo": _Topo}
+    root = _definition(tmp_path, {"uri": URI_FIELD, "x": field})
+    with pytest.raises(DefinitionError, match=message):
+        generate.render(root, models.__getitem__)
+
+
+def test_a_field_keeping_the_form_rules_passes(tmp_path: Path) -> None:
+    models: dict[str, type[BaseModel]] = {"m:Engine": _Named, "m:Topo": _Topo}
+    fields = {
+        "uri": URI_FIELD,
+        "name": {"uiType": "text", "path": NAME, "validation": {"max": 10, "regex": {"pattern": "^[a-z]+$"}}},
+        "count": {
+            "uiType": "number",
+            "path": COUNT,
+            "fieldParams": {"defaultValue": 2},
+            "validation": {"int": True, "min": 0, "max": 4},
+        },
+        "flag": {**_select(FLAG, defaultValue="false", options=[{"label": "On", "value": "true"}]), "validation": {}},
+        "version": {**_select(VERSION, defaultValue="", **OPTIONS_PATH), "validation": {"required": False}},
+    }
+    generate.render(_definition(tmp_path, fields), models.__getitem__)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from provider.rules.pod_security import PodPolicy
 from provider.topologies.llm.config import RELEASE_ANNOTATION, config_still_in_use, held_config
 from provider.topologies.llm.exposure import external_service
 from provider.topologies.llm.gateway import gateway_objects
-from provider.topologies.llm.inputs import LlmInputs
+from provider.topologies.llm.inputs import COMPONENT, LlmInputs
 from provider.topologies.llm.monitoring import pod_monitor
 from provider.topologies.llm.serviceaccount import model_puller
 from provider.topologies.llm.status import llm_status
@@ -27,6 +27,8 @@ class LlmTopology:
     PodMonitor, Service and the AI Gateway objects, as each is wanted."""
 
     name: str = "llm"
+    # The components whose pods status.components counts.
+    components: tuple[str, ...] = (COMPONENT,)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from provider.rules.error_messages import first_error_message
+from provider.rules.error_messages import error_message, first_error_message
 from provider.rules.quote import quote
 
 RULE_ERROR: Final = "rule"
@@ -35,6 +35,16 @@ def message_of(prefix: str, exc: ValidationError) -> str:
     if first["type"] == RULE_ERROR:
         return str(first["msg"])
     return first_error_message(prefix, exc)
+
+
+def messages_of(prefix: str, exc: ValidationError, *, skip: tuple[str, ...] = ()) -> list[str]:
+    """The user-facing message of every error, in field order (see message_of), but for errors in
+    the fields named in `skip` (already reported in other words)."""
+    return [
+        str(err["msg"]) if err["type"] == RULE_ERROR else error_message(prefix, err)
+        for err in exc.errors(include_url=False)
+        if not (err["loc"] and err["loc"][0] in skip)
+    ]
 
 
 # -- flags ---------------------------------------------------------------------------------------

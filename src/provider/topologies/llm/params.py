@@ -142,6 +142,14 @@ class LlmEngineParameters(StrictParams):
     expert_parallel: Flag | None = Field(
         default=None, alias="expertParallel", description="Expert parallelism for mixture-of-experts models."
     )
+    gpu_count: int | None = Field(
+        default=None,
+        alias="gpuCount",
+        ge=1,
+        le=INT32_MAX,
+        description="nvidia.com/gpu per model server pod, limit and request (gpu profile only; the cpu profile "
+        "ignores it). The UI's way to ask for GPUs; agrees with llmEngine.resources when both set it.",
+    )
     compute_profile: Literal["gpu", "cpu"] = Field(
         default="gpu",
         alias="computeProfile",

@@ -1,4 +1,4 @@
-"""Validation of an `llm` Instance: ordered rules, the first failure wins, exact messages.
+"""Validation of an `llm` Instance: ordered rules, exact messages, every failing rule reported.
 
 Order and texts follow the Go provider (kserve-behavior §1.5) where it had the rule:
 
@@ -8,8 +8,8 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
    and enums (`llmEngine.parameters.tensorParallelSize: Input should be a valid integer`),
    `invalid llmEngine.parameters.config: <why>`, `llmEngine.parameters.lora.maxRank must be at
    least 1`, `llmEngine.parameters.loraDeployment must be "disabled" or "enabled"`, …
-4. `llmEngine replicas must not be negative`, then the component `resources` (quantities, and at
-   least as many nvidia.com/gpu as the parallelism needs)
+4. `llmEngine replicas must not be negative`, then the component `resources` (quantities, gpuCount
+   agreeing with them, and at least as many nvidia.com/gpu as the parallelism needs)
 5. `llmEngine.service.serviceType must be one of ClusterIP, LoadBalancer or NodePort`, then the
    source ranges
 6. the topology parameters model: `externalAccess must be one of ClusterIP, LoadBalancer, NodePort
@@ -28,6 +28,11 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
 Every value that reaches a Kubernetes field is checked against that field's limits on the way
 (provider.rules.fields: 32-bit integers, qualified keys, image references, printable text).
 Rules 1-9 need no catalog (`read_llm`); 10 and 11 do (`validate_llm`, which the topology runs once per pass).
+
+A failing rule does not stop the rules that do not depend on it: the message lists every problem
+in this order (provider.rules.problems), so two mistakes are read, and fixed, at once. Only rule 1
+stops everything; a rule that needs what an earlier one could not read (the GPUs need the
+parameters, LoRA needs rules 1-9) is skipped when that one failed.
 """
 
 from __future__ import annotations
@@ -41,27 +46,26 @@ from pydantic import BaseModel, ValidationError
 
 from actors import ValidationFailed
 from provider.model import names
-from provider.model.instance import ComponentSpec, Instance
+from provider.model.instance import ComponentService, ComponentSpec, Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.fields import check_image, check_int32, check_qualified_name, check_text
 from provider.rules.pod_security import PodPolicy, metadata_violation, violation
+from provider.rules.problems import Problems
 from provider.rules.quote import quote
 from provider.rules.resource_requirements import container_resources
+from provider.topologies.llm.adapters import resolve_adapters
 from provider.topologies.llm.config import pod_metadata, pod_specs
 from provider.topologies.llm.gateway import route_problem
-from provider.topologies.llm.inputs import COMPONENT, Adapter, LlmInputs
-from provider.topologies.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, message_of
+from provider.topologies.llm.inputs import COMPONENT, LlmInputs
+from provider.topologies.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, messages_of
 from provider.topologies.llm.params import LlmEngineParameters
 from provider.topologies.llm.source_ranges import normalized_source_ranges
 from provider.topologies.llm.topology_params import LlmTopologyParameters
-from provider.topologies.llm.uris import scheme_of, uri_problem
 from provider.topologies.protocol import Catalogs
 
 SERVICE_TYPES: Final = ("ClusterIP", "LoadBalancer", "NodePort")
 COMPONENT_TYPE: Final = "vllm"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
-# Adapter names end up as vLLM --lora-modules names and in KServe paths.
-ADAPTER_NAME_PATTERN: Final = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"
 # A Service name is a DNS-1035 label.
 SERVICE_NAME_PATTERN: Final = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 
@@ -92,14 +96,20 @@ def canonical_keys(prefix: str, raw: Mapping[str, Any], model: type[BaseModel], 
 
 
 def parse_engine(raw: Mapping[str, Any]) -> LlmEngineParameters:
+    """The engine parameters, or ValidationFailed naming every wrong parameter."""
     params = canonical_keys(ENGINE_PREFIX, raw, LlmEngineParameters, fold_case=True)
+    problems = Problems()
     uri = params.get("modelURI")
-    if uri is None or (isinstance(uri, str) and not uri.strip()):
-        raise ValidationFailed(f"{ENGINE_PREFIX}.modelURI is required")
+    missing_uri = uri is None or (isinstance(uri, str) and not uri.strip())
+    if missing_uri:
+        problems.add(f"{ENGINE_PREFIX}.modelURI is required")
     try:
-        return LlmEngineParameters.model_validate(params)
+        parsed = LlmEngineParameters.model_validate(params)
     except ValidationError as exc:
-        raise ValidationFailed(message_of(ENGINE_PREFIX, exc)) from None
+        # The model's own complaint about a missing modelURI says less than the one above.
+        problems.extend(messages_of(ENGINE_PREFIX, exc, skip=("modelURI",) if missing_uri else ()))
+    problems.raise_any()
+    return parsed
 
 
 def parse_topology(raw: Mapping[str, Any]) -> LlmTopologyParameters:
@@ -108,7 +118,10 @@ def parse_topology(raw: Mapping[str, Any]) -> LlmTopologyParameters:
     try:
         return LlmTopologyParameters.model_validate(params)
     except ValidationError as exc:
-        raise ValidationFailed(message_of(TOPOLOGY_PREFIX, exc)) from None
+        problems = Problems()
+        problems.extend(messages_of(TOPOLOGY_PREFIX, exc))
+        problems.raise_any()
+        raise
 
 
 def _check_gateway(topology: LlmTopologyParameters, settings: ProviderSettings) -> None:
@@ -147,6 +160,25 @@ def _check_names(inputs: LlmInputs, settings: ProviderSettings) -> None:
             )
 
 
+def _with_gpu_count(engine: LlmEngineParameters, resources: dict[str, Any]) -> dict[str, Any]:
+    """`resources` with gpuCount as the GPU limit and request (the gpu profile only)."""
+    count = engine.gpu_count
+    if engine.cpu or count is None:
+        return resources
+    out = dict(resources)
+    for section in ("limits", "requests"):
+        values = dict(out.get(section) or {})
+        written = values.get(GPU_RESOURCE)
+        if written is not None and written != str(count):
+            raise ValidationFailed(
+                f"{ENGINE_PREFIX}.gpuCount is {count}, but {COMPONENT}.resources.{section}.{GPU_RESOURCE} is "
+                f"{written}; set only one of them"
+            )
+        values[GPU_RESOURCE] = str(count)
+        out[section] = values
+    return out
+
+
 def _check_gpus(engine: LlmEngineParameters, resources: Mapping[str, Any]) -> None:
     """vLLM needs one GPU per tensor x pipeline x data rank in the pod; fewer fails at startup."""
     if engine.cpu:
@@ -167,192 +199,112 @@ def _check_gpus(engine: LlmEngineParameters, resources: Mapping[str, Any]) -> No
             return
 
 
+def _read_service(service: ComponentService | None) -> tuple[str, dict[str, str], tuple[str, ...]]:
+    """Rule 5: the Service type, its annotations and its source ranges."""
+    if service is None:
+        return "ClusterIP", {}, ()
+    if service.service_type not in (None, "", *SERVICE_TYPES):
+        raise ValidationFailed(f"{COMPONENT}.service.serviceType must be one of ClusterIP, LoadBalancer or NodePort")
+    annotations = dict(service.annotations)
+    for key in annotations:
+        check_qualified_name(key, f"{COMPONENT}.service.annotations")
+    source_ranges: tuple[str, ...] = ()
+    if service.load_balancer_service is not None:
+        source_ranges = normalized_source_ranges(
+            service.load_balancer_service.source_ranges,
+            f"{COMPONENT}.service.loadBalancerService.sourceRanges",
+        )
+    return service.service_type or "ClusterIP", annotations, source_ranges
+
+
 def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
     """Rules 1-9: everything but the LoRA adapters (which need the catalog)."""
     component = llm_component(instance)
-    if component.type not in (None, "", COMPONENT_TYPE):
-        raise ValidationFailed(
-            f'spec.components.{COMPONENT}.type is {quote(component.type)}, but the llm topology runs "{COMPONENT_TYPE}"'
-        )
-    engine = parse_engine(component.parameters)
-    if component.replicas is not None and component.replicas < 0:
-        raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
-    check_int32(component.replicas, f"{COMPONENT}.replicas")
-    resources = container_resources(component.resources, prefix=f"{COMPONENT}.resources")
-    _check_gpus(engine, resources)
-
-    service = component.service
-    service_type = "ClusterIP"
-    annotations: dict[str, str] = {}
-    source_ranges: tuple[str, ...] = ()
-    if service is not None:
-        if service.service_type not in (None, "", *SERVICE_TYPES):
+    problems = Problems()
+    with problems.collect():
+        if component.type not in (None, "", COMPONENT_TYPE):
             raise ValidationFailed(
-                f"{COMPONENT}.service.serviceType must be one of ClusterIP, LoadBalancer or NodePort"
+                f"spec.components.{COMPONENT}.type is {quote(component.type)}, "
+                f'but the llm topology runs "{COMPONENT_TYPE}"'
             )
-        service_type = service.service_type or "ClusterIP"
-        annotations = dict(service.annotations)
-        for key in annotations:
-            check_qualified_name(key, f"{COMPONENT}.service.annotations")
-        if service.load_balancer_service is not None:
-            source_ranges = normalized_source_ranges(
-                service.load_balancer_service.source_ranges,
-                f"{COMPONENT}.service.loadBalancerService.sourceRanges",
-            )
-
-    topology_spec = instance.spec.topology
-    topology = parse_topology(topology_spec.parameters if topology_spec is not None else {})
-    _check_gateway(topology, settings)
+    engine: LlmEngineParameters | None = None
+    with problems.collect():
+        engine = parse_engine(component.parameters)
+    with problems.collect():
+        if component.replicas is not None and component.replicas < 0:
+            raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
+        check_int32(component.replicas, f"{COMPONENT}.replicas")
+    resources: dict[str, Any] = {}
+    with problems.collect():
+        resources = container_resources(component.resources, prefix=f"{COMPONENT}.resources")
+        if engine is not None:
+            resources = _with_gpu_count(engine, resources)
+            _check_gpus(engine, resources)
+    service_type, annotations, source_ranges = "ClusterIP", dict[str, str](), tuple[str, ...]()
+    with problems.collect():
+        service_type, annotations, source_ranges = _read_service(component.service)
+    topology: LlmTopologyParameters | None = None
+    with problems.collect():
+        topology_spec = instance.spec.topology
+        topology = parse_topology(topology_spec.parameters if topology_spec is not None else {})
+        _check_gateway(topology, settings)
     image = (component.image or "").strip() or None
-    if image is not None:
-        check_image(image, f"{COMPONENT}.image")
+    with problems.collect():
+        if image is not None:
+            check_image(image, f"{COMPONENT}.image")
     for value, where in ((instance.spec.version, "spec.version"), (component.version, f"{COMPONENT}.version")):
-        if value:
-            check_text(value, where, max_length=253)
-
-    inputs = LlmInputs(
-        name=instance.metadata.name,
-        namespace=instance.metadata.namespace,
-        engine=engine,
-        topology=topology,
-        replicas=component.replicas,
-        resources=resources,
-        image=image,
-        service_type=service_type,
-        service_annotations=annotations,
-        source_ranges=source_ranges,
-        version_bundle=instance.spec.version or None,
-        component_version=component.version or None,
-    )
-    _check_names(inputs, settings)
+        with problems.collect():
+            if value:
+                check_text(value, where, max_length=253)
+    inputs: LlmInputs | None = None
+    if engine is not None and topology is not None:
+        inputs = LlmInputs(
+            name=instance.metadata.name,
+            namespace=instance.metadata.namespace,
+            engine=engine,
+            topology=topology,
+            replicas=component.replicas,
+            resources=resources,
+            image=image,
+            service_type=service_type,
+            service_annotations=annotations,
+            source_ranges=source_ranges,
+            version_bundle=instance.spec.version or None,
+            component_version=component.version or None,
+        )
+        with problems.collect():
+            _check_names(inputs, settings)
+    problems.raise_any()
+    assert inputs is not None  # engine and topology were read, or a problem was raised above
     return inputs
-
-
-# -- LoRA --------------------------------------------------------------------------------------
-
-
-def _catalog_adapters(engine: LlmEngineParameters, catalogs: Catalogs) -> list[Adapter]:
-    """Go rule 10: the slots of `loraDeployment: enabled`, each a known, distinct catalog entry."""
-    slots = engine.lora_slots()
-    if not slots:
-        raise ValidationFailed(f"{ENGINE_PREFIX}.loraDeployment enabled requires at least one adapter slot")
-    chosen_by: dict[str, str] = {}
-    adapters: list[Adapter] = []
-    for field, name in slots:
-        if name in chosen_by:
-            raise ValidationFailed(f"{ENGINE_PREFIX}.{chosen_by[name]} and {field} both select adapter {quote(name)}")
-        chosen_by[name] = field
-        entry = catalogs.adapter(name)
-        if entry is None:
-            raise ValidationFailed(
-                f"{ENGINE_PREFIX}.{field} references unknown adapter {quote(name)} (add it to chart loraAdapters)"
-            )
-        adapters.append(Adapter(name=entry.name, uri=entry.uri, field=f"{ENGINE_PREFIX}.{field}", from_catalog=True))
-    return adapters
-
-
-def _explicit_adapters(engine: LlmEngineParameters) -> list[Adapter]:
-    specs = engine.lora.adapters if engine.lora is not None else []
-    return [
-        Adapter(name=spec.name.strip(), uri=spec.uri.strip(), field=f"{ENGINE_PREFIX}.lora.adapters[{i}]")
-        for i, spec in enumerate(specs)
-    ]
-
-
-def _selected_adapters(engine: LlmEngineParameters, catalogs: Catalogs) -> list[Adapter]:
-    """loraDeployment unset: the explicit `lora.adapters`; `enabled`: the catalog slots;
-    `disabled`: none. Explicit adapters next to an explicit loraDeployment are contradictory (Go
-    deployed them even with `disabled`, kserve-behavior §10.16), so they are an error."""
-    explicit = _explicit_adapters(engine)
-    if engine.lora_deployment is None:
-        return explicit
-    if explicit:
-        raise ValidationFailed(
-            f"{ENGINE_PREFIX}.lora.adapters cannot be combined with loraDeployment "
-            f'"{engine.lora_deployment}"; remove loraDeployment to serve explicit adapters, '
-            "or choose catalog adapters with loraSlot1..3"
-        )
-    if engine.lora_deployment == "disabled":
-        return []
-    return _catalog_adapters(engine, catalogs)
-
-
-def _check_adapter(adapter: Adapter, base: str, seen: dict[str, str]) -> None:
-    """Go rule 12, naming the field the adapter came from (Go always said lora.adapters[i])."""
-    if adapter.from_catalog:
-        what, fix = f"{adapter.field}: catalog adapter {quote(adapter.name)}", " (fix chart loraAdapters)"
-        if adapter.name == base:
-            raise ValidationFailed(
-                f"{what} has the same name as the base served model {quote(base)}; set {ENGINE_PREFIX}.modelName "
-                "to another name or choose another adapter"
-            )
-        if not re.fullmatch(ADAPTER_NAME_PATTERN, adapter.name):
-            raise ValidationFailed(f"{what} is not a valid adapter name{fix}")
-        problem = uri_problem(adapter.uri)
-        if problem is not None:
-            raise ValidationFailed(f"{what} has an invalid uri {quote(adapter.uri)}: {problem}{fix}")
-        return
-    where = adapter.field
-    if not adapter.name:
-        raise ValidationFailed(f"{where}.name is required")
-    if adapter.name in (".", ".."):
-        raise ValidationFailed(f"{where}.name {quote(adapter.name)} is not a valid adapter name")
-    if not re.fullmatch(ADAPTER_NAME_PATTERN, adapter.name):
-        raise ValidationFailed(
-            f'{where}.name {quote(adapter.name)} is not a valid adapter name (letters, digits, ".", "_" and "-")'
-        )
-    if adapter.name == base:
-        raise ValidationFailed(
-            f"{where}.name {quote(adapter.name)} must differ from the base served model name {quote(base)}"
-        )
-    if adapter.name in seen:
-        raise ValidationFailed(f"{where}.name {quote(adapter.name)} duplicates {seen[adapter.name]}.name")
-    if not adapter.uri:
-        raise ValidationFailed(f"{where}.uri is required")
-    problem = uri_problem(adapter.uri)
-    if problem is not None:
-        raise ValidationFailed(f"invalid {where}.uri {quote(adapter.uri)}: {problem}")
-
-
-def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ...]:
-    engine = inputs.engine
-    adapters = _selected_adapters(engine, catalogs)
-    seen: dict[str, str] = {}
-    for adapter in adapters:
-        _check_adapter(adapter, inputs.served_model_name, seen)
-        seen[adapter.name] = adapter.field.removeprefix(f"{ENGINE_PREFIX}.lora.")
-    if engine.disable_storage_initializer:
-        for adapter in adapters:
-            scheme = scheme_of(adapter.uri)
-            if scheme in ("hf", "s3"):
-                raise ValidationFailed(
-                    f"{adapter.field} uses {scheme}:// which requires the storage initializer; "
-                    "set disableStorageInitializer to false"
-                )
-    return tuple(adapters)
 
 
 def check_pod_policy(engine: LlmEngineParameters, policy: PodPolicy) -> None:
     """Rule 11: the pod settings of the inline config within the namespace's Pod Security level."""
     body = engine.config_spec()
+    problems = Problems()
     for path, pod_annotations, pod_labels in pod_metadata(body):
         where = f"{ENGINE_PREFIX}.config{'.' + path if path else ''}"
         if (problem := metadata_violation(pod_annotations, pod_labels, where, policy)) is not None:
-            raise ValidationFailed(problem)
+            problems.add(problem)
     for path, pod in pod_specs(body):
-        problem = violation(pod, f"{ENGINE_PREFIX}.config.{path}", policy)
-        if problem is not None:
-            raise ValidationFailed(problem)
+        if (problem := violation(pod, f"{ENGINE_PREFIX}.config.{path}", policy)) is not None:
+            problems.add(problem)
+    problems.raise_any()
 
 
 def validate_llm(
     instance: Instance, catalogs: Catalogs, settings: ProviderSettings, policy: PodPolicy | None = None
 ) -> LlmInputs:
-    """All rules in order: the translation inputs, or ValidationFailed with the first failure.
+    """All rules in order: the translation inputs, or ValidationFailed naming every failure.
     `policy` is the Pod Security policy of the Instance's namespace (the chart's default if None)."""
     inputs = read_llm(instance, settings)
-    inputs = replace(inputs, adapters=resolve_adapters(inputs, catalogs))
-    if (problem := route_problem(inputs, settings)) is not None:
-        raise ValidationFailed(problem)
-    check_pod_policy(inputs.engine, policy or settings.pod_policy())
+    problems = Problems()
+    with problems.collect():
+        inputs = replace(inputs, adapters=resolve_adapters(inputs, catalogs))
+        if (problem := route_problem(inputs, settings)) is not None:
+            raise ValidationFailed(problem)
+    with problems.collect():
+        check_pod_policy(inputs.engine, policy or settings.pod_policy())
+    problems.raise_any()
     return inputs

@@ -11,7 +11,7 @@ from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
 from provider.topologies.predictor.status import predictor_status
 from provider.topologies.predictor.translate import inference_service
-from provider.topologies.predictor.validation import PredictorInputs, validate_predictor
+from provider.topologies.predictor.validation import COMPONENT, PredictorInputs, validate_predictor
 from provider.topologies.protocol import Catalogs, Live, Observed, Release, StatusInputs, nothing_live
 
 
@@ -23,6 +23,8 @@ class PredictorTopology:
     """
 
     name: str = "predictor"
+    # The components whose pods status.components counts.
+    components: tuple[str, ...] = (COMPONENT,)
 
     def __init__(self, settings: ProviderSettings | None = None) -> None:
         self.settings = settings

@@ -1,4 +1,4 @@
-"""Validation of a `predictor` Instance: ordered rules, first failure wins, exact messages.
+"""Validation of a `predictor` Instance: ordered rules, exact messages, every failing rule reported.
 
 Order and texts follow the Go provider (kserve-behavior §1.5) where it has a rule:
 
@@ -15,6 +15,10 @@ then the rules the Go provider lacked (its decode errors were swallowed, §10.14
 7. `predictor.parameters.maxReplicas (2) must be greater than or equal to minReplicas (3)`
 8. the component `resources`, e.g. `predictor.resources.limits.cpu: 'abc' is not a valid quantity …`
 
+Only rule 1 stops everything: the message lists every other failing rule, in this order
+(provider.rules.problems); a rule that needs what an earlier one could not read (7 needs the
+parameters) is skipped when that one failed.
+
 Parameter keys are matched case-insensitively (`storageUri` fills `storageURI`), as Go's JSON
 decoder did: KServe itself spells the field `storageUri`, and Instances written for the Go
 provider must keep working.
@@ -23,15 +27,16 @@ provider must keep working.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from actors import ValidationFailed
 from provider.model.instance import ComponentSpec, Instance
-from provider.rules.error_messages import first_error_message
+from provider.rules.error_messages import error_messages
 from provider.rules.fields import URI_MAX, check_int32, check_length, check_text
+from provider.rules.problems import Problems
 
 # The component-resources rules are the llm topology's (same messages, same limit → request
 # mirroring): one implementation for both components.
@@ -97,35 +102,60 @@ def _negative(value: Any) -> bool:
 
 
 def parse_parameters(raw: Mapping[str, Any]) -> PredictorParameters:
+    """The parameters, or ValidationFailed naming every wrong parameter."""
     params = canonical_keys(raw)
+    problems = Problems()
+    # Fields whose problem is already said in the Go provider's words: the model's own error for
+    # them (a missing field, a negative count) would say it twice.
+    reported: set[str] = set()
     for required in ("modelFormat", "storageURI"):
         if _blank(params.get(required)):
-            raise ValidationFailed(f"{PARAMS_PREFIX}.{required} is required")
-    if isinstance(params["storageURI"], str):
-        check_length(params["storageURI"], f"{PARAMS_PREFIX}.storageURI", URI_MAX)
+            problems.add(f"{PARAMS_PREFIX}.{required} is required")
+            reported.add(required)
+    if isinstance(params.get("storageURI"), str):
+        with problems.collect():
+            check_length(params["storageURI"], f"{PARAMS_PREFIX}.storageURI", URI_MAX)
     for count in ("minReplicas", "maxReplicas"):
         if _negative(params.get(count)):
-            raise ValidationFailed(f"{PARAMS_PREFIX}.{count} must not be negative")
+            problems.add(f"{PARAMS_PREFIX}.{count} must not be negative")
+            reported.add(count)
+    parsed: PredictorParameters | None = None
     try:
         parsed = PredictorParameters.model_validate(params)
     except ValidationError as exc:
-        raise ValidationFailed(first_error_message(PARAMS_PREFIX, exc)) from None
-    check_text(parsed.storage_uri, f"{PARAMS_PREFIX}.storageURI")
+        errors = exc.errors(include_url=False)
+        kept = [err for err in errors if not (err["loc"] and err["loc"][0] in reported)]
+        problems.extend(error_messages(PARAMS_PREFIX, kept))
+    if parsed is not None:
+        with problems.collect():
+            check_text(parsed.storage_uri, f"{PARAMS_PREFIX}.storageURI")
+    problems.raise_any()
+    assert parsed is not None  # the model read them, or a problem was raised above
     return parsed
 
 
 def validate_predictor(instance: Instance) -> PredictorInputs:
-    """All rules in order; the inputs for translation, or ValidationFailed with the first failure."""
+    """All rules in order; the inputs for translation, or ValidationFailed naming every failure."""
     component = predictor_component(instance)
-    params = parse_parameters(component.parameters)
+    problems = Problems()
+    params: PredictorParameters | None = None
+    with problems.collect():
+        params = parse_parameters(component.parameters)
     replicas = component.replicas
-    if replicas is not None and replicas < 0:
-        raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
-    check_int32(replicas, f"{COMPONENT}.replicas")
-    inputs = PredictorInputs(params=params, replicas=replicas, resources={})
-    low, high = inputs.min_replicas, inputs.max_replicas
-    if low is not None and high is not None and high < low:
-        bound = "minReplicas" if params.min_replicas is not None else f"{COMPONENT} replicas"
-        raise ValidationFailed(f"{PARAMS_PREFIX}.maxReplicas ({high}) must be greater than or equal to {bound} ({low})")
-    # Resources last, as the Go provider had no rule for them.
-    return replace(inputs, resources=container_resources(component.resources, prefix=f"{COMPONENT}.resources"))
+    with problems.collect():
+        if replicas is not None and replicas < 0:
+            raise ValidationFailed(f"{COMPONENT} replicas must not be negative")
+        check_int32(replicas, f"{COMPONENT}.replicas")
+    if params is not None:
+        inputs = PredictorInputs(params=params, replicas=replicas, resources={})
+        low, high = inputs.min_replicas, inputs.max_replicas
+        if low is not None and high is not None and high < low:
+            bound = "minReplicas" if params.min_replicas is not None else f"{COMPONENT} replicas"
+            problems.add(f"{PARAMS_PREFIX}.maxReplicas ({high}) must be greater than or equal to {bound} ({low})")
+    resources: dict[str, Any] = {}
+    with problems.collect():
+        # Resources last, as the Go provider had no rule for them.
+        resources = container_resources(component.resources, prefix=f"{COMPONENT}.resources")
+    problems.raise_any()
+    assert params is not None  # read, or a problem was raised above
+    return PredictorInputs(params=params, replicas=replicas, resources=resources)
