@@ -18,7 +18,9 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
 8. `tokenLimitPerHour requires External access = EnvoyAIGateway`,
    `tokenLimitPerHour must be greater than zero`
 9. names of the derived objects that would exceed Kubernetes' limits
-10. LoRA: catalog slots, then each adapter, then the storage-initializer rule.
+10. LoRA: catalog slots, then each adapter, then the storage-initializer rule, then one claim per
+   `pvc://` URI (the model's and the adapters'): KServe mounts each as a volume of its own, and a
+   pod with two volumes of one claim never starts (kubernetes/kubernetes#132921; seen on a real node).
 11. the pod settings of the inline config within the Pod Security level of the Instance's
    namespace (provider.rules.pod_security), e.g. `llmEngine.parameters.config.template.hostPID: hostPID:
    true is not allowed by the Pod Security Standard 'restricted' of this namespace`.
@@ -311,6 +313,28 @@ def _check_adapter(adapter: Adapter, base: str, seen: dict[str, str]) -> None:
         raise ValidationFailed(f"invalid {where}.uri {quote(adapter.uri)}: {problem}")
 
 
+def pvc_claim(uri: str) -> str | None:
+    """The claim of a `pvc://<claim>/<path>` URI (as KServe's ParsePvcURI splits it), else None."""
+    return uri.partition("://")[2].split("/", 1)[0] if scheme_of(uri) == "pvc" else None
+
+
+def _check_claims_mounted_once(model_uri: str, adapters: list[Adapter]) -> None:
+    mounted: dict[str, str] = {}
+    if (claim := pvc_claim(model_uri)) is not None:
+        mounted[claim] = f"{ENGINE_PREFIX}.modelURI"
+    for adapter in adapters:
+        if (claim := pvc_claim(adapter.uri)) is None:
+            continue
+        where = adapter.field if adapter.from_catalog else f"{adapter.field}.uri"
+        if claim in mounted:
+            raise ValidationFailed(
+                f"{where} {quote(adapter.uri)} is on claim {quote(claim)}, as {mounted[claim]}: KServe mounts "
+                "each pvc:// URI as a volume of its own, and a pod with two volumes of one claim never starts "
+                "(it stays ContainerCreating); put the adapter on a claim of its own"
+            )
+        mounted[claim] = where
+
+
 def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ...]:
     engine = inputs.engine
     adapters = _selected_adapters(engine, catalogs)
@@ -326,6 +350,7 @@ def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ..
                     f"{adapter.field} uses {scheme}:// which requires the storage initializer; "
                     "set disableStorageInitializer to false"
                 )
+    _check_claims_mounted_once(engine.model_uri, adapters)
     return tuple(adapters)
 
 
