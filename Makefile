@@ -72,10 +72,12 @@ $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 	$(BIN)/pip install --quiet -r requirements/e2e.lock
 	touch $(E2E_STAMP)
 
-## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/
-## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
+## demo-cluster: (root) the same cluster with KServe's controllers, the provider deployed by the chart
+## and examples/ applied, and a tiny LLM (the vLLM CPU image) answering a chat request; runs until
+## Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
 demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
 	dev/build-controlplane.sh node >/dev/null
+	dev/build-controlplane.sh kserve >/dev/null
 	$(BIN)/python dev/demo_cluster.py $(DEMO_ARGS)
 
 lint: $(STAMP)
