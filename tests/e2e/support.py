@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cluster.node import NodeCluster
-from kservestack import KServeStack
+from kservestack import KSERVE_NAMESPACE, KServeStack
 from plane import ControlPlaneError
 from tests.support.waiting import wait_for_sync
 
@@ -56,10 +56,14 @@ def chart_inputs() -> None:
 
 
 @contextlib.asynccontextmanager
-async def node_cluster(*images: Path, kserve: bool = False) -> AsyncIterator[NodeCluster]:
+async def node_cluster(
+    *images: Path, kserve: bool = False, kserve_in_release_namespace: bool = False
+) -> AsyncIterator[NodeCluster]:
     """A node-mode cluster with every CRD, the provider image and `images` imported, and with
     `kserve` KServe's real controllers against it (dev/kservestack, out-of-cluster); stopped (host
-    restored) on exit."""
+    restored) on exit. `kserve_in_release_namespace`: the controllers run in the chart's release
+    namespace and take their LLM presets from the chart (llmPresets, cpuProfile), as the chart's
+    bundled controllers do, instead of the stack's defaults in `kserve`."""
     if os.geteuid() != 0:
         pytest.fail("the end-to-end tests need root (run `make e2e` as root)", pytrace=False)
     started = time.monotonic()
@@ -74,7 +78,10 @@ async def node_cluster(*images: Path, kserve: bool = False) -> AsyncIterator[Nod
     try:
         if kserve:
             try:
-                stack = await KServeStack(cluster.plane, fake_node=False).start()
+                chart_presets = kserve_in_release_namespace
+                namespace = RELEASE_NAMESPACE if chart_presets else KSERVE_NAMESPACE
+                stack = KServeStack(cluster.plane, fake_node=False, namespace=namespace, llm_presets=not chart_presets)
+                await stack.start()
             except ControlPlaneError as err:
                 pytest.fail(f"KServe's controllers could not start on the node-mode cluster: {err}", pytrace=False)
             MEASUREMENTS["kserve_start_seconds"] = round(stack.timings["total_start"], 1)

@@ -115,6 +115,33 @@ def test_pvc_adapters_without_storage_initializer() -> None:
     passes({"disableStorageInitializer": True, **adapters({"name": "sql", "uri": "pvc://claim/sql"})})
 
 
+def test_an_adapter_on_the_models_claim_is_refused() -> None:
+    engine = {"modelURI": "pvc://files/model", **adapters({"name": "sql", "uri": "pvc://files/sql"})}
+    assert fails(engine) == (
+        'llmEngine.parameters.lora.adapters[0].uri "pvc://files/sql" is on claim "files", as '
+        "llmEngine.parameters.modelURI: KServe mounts each pvc:// URI as a volume of its own, and a pod with "
+        "two volumes of one claim never starts (it stays ContainerCreating); put the adapter on a claim of its own"
+    )
+
+
+def test_two_adapters_on_one_claim_are_refused() -> None:
+    engine = adapters({"name": "sql", "uri": "pvc://loras/sql"}, {"name": "code", "uri": "pvc://loras"})
+    message = fails(engine)
+    assert message.startswith(
+        'llmEngine.parameters.lora.adapters[1].uri "pvc://loras" is on claim "loras", as '
+        "llmEngine.parameters.lora.adapters[0].uri: "
+    )
+
+
+def test_adapters_on_claims_of_their_own() -> None:
+    own_claims = adapters({"name": "sql", "uri": "pvc://sql-lora/adapter"}, {"name": "code", "uri": "pvc://code-lora"})
+    passes({"modelURI": "pvc://model/llm", **own_claims})
+    # What the storage initializer downloads all lands in one volume.
+    passes(
+        {"modelURI": "hf://org/model", **adapters({"name": "a", "uri": "hf://org/a"}, {"name": "b", "uri": "s3://b/b"})}
+    )
+
+
 def test_explicit_adapters_contradict_lora_deployment() -> None:
     message = fails({"loraDeployment": "disabled", **adapters({"name": "sql", "uri": "hf://a/b"})})
     assert message == (

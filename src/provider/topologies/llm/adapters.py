@@ -4,7 +4,8 @@
 chosen in loraSlot1..3 (chart value loraAdapters); `disabled` serves none. Each catalog entry may
 say which base model it was trained for (`baseModel`, a model URI): an adapter for another base
 cannot be loaded by vLLM (the model would never start), so it is refused naming both models. Every
-adapter's problem is reported, not only the first one's (provider.rules.problems).
+adapter's problem is reported, not only the first one's (provider.rules.problems). Each `pvc://`
+claim holds one URI of the Instance's (the model's or an adapter's).
 """
 
 from __future__ import annotations
@@ -126,6 +127,31 @@ def _check_adapter(adapter: Adapter, base: str, seen: dict[str, str]) -> None:
         raise ValidationFailed(f"invalid {where}.uri {quote(adapter.uri)}: {problem}")
 
 
+def pvc_claim(uri: str) -> str | None:
+    """The claim of a `pvc://<claim>/<path>` URI (as KServe's ParsePvcURI splits it), else None."""
+    return uri.partition("://")[2].split("/", 1)[0] if scheme_of(uri) == "pvc" else None
+
+
+def _check_claims_mounted_once(model_uri: str, adapters: list[Adapter], problems: Problems) -> None:
+    """KServe mounts each `pvc://` URI as a volume of its own, and a pod with two volumes of one
+    claim never starts (kubernetes/kubernetes#132921; seen on a real node): one URI per claim."""
+    mounted: dict[str, str] = {}
+    if (claim := pvc_claim(model_uri)) is not None:
+        mounted[claim] = f"{ENGINE_PREFIX}.modelURI"
+    for adapter in adapters:
+        if (claim := pvc_claim(adapter.uri)) is None:
+            continue
+        where = adapter.field if adapter.from_catalog else f"{adapter.field}.uri"
+        if claim in mounted:
+            problems.add(
+                f"{where} {quote(adapter.uri)} is on claim {quote(claim)}, as {mounted[claim]}: KServe mounts "
+                "each pvc:// URI as a volume of its own, and a pod with two volumes of one claim never starts "
+                "(it stays ContainerCreating); put the adapter on a claim of its own"
+            )
+            continue
+        mounted[claim] = where
+
+
 def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ...]:
     """The adapters to serve, or ValidationFailed naming every adapter's problem."""
     engine = inputs.engine
@@ -144,5 +170,6 @@ def resolve_adapters(inputs: LlmInputs, catalogs: Catalogs) -> tuple[Adapter, ..
                     f"{adapter.field} uses {scheme}:// which requires the storage initializer; "
                     "set disableStorageInitializer to false"
                 )
+    _check_claims_mounted_once(engine.model_uri, adapters, problems)
     problems.raise_any()
     return tuple(adapters)

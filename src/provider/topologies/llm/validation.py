@@ -18,9 +18,9 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
 8. `tokenLimitPerHour requires External access = EnvoyAIGateway`,
    `tokenLimitPerHour must be greater than zero`
 9. names of the derived objects that would exceed Kubernetes' limits
-10. LoRA: catalog slots, then each adapter, then the storage-initializer rule; then what the AI
-   Gateway route and quota policy can hold (at most 128 routed models, names within the header
-   value limits)
+10. LoRA: catalog slots, then each adapter, then the storage-initializer rule, then one claim per
+   `pvc://` URI (the model's and the adapters'); then what the AI Gateway route and quota policy
+   can hold (at most 128 routed models, names within the header value limits)
 11. the pod settings of the inline config within the Pod Security level of the Instance's
    namespace (provider.rules.pod_security), e.g. `llmEngine.parameters.config.template.hostPID: hostPID:
    true is not allowed by the Pod Security Standard 'restricted' of this namespace`.

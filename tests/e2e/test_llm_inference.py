@@ -1,0 +1,288 @@
+"""The `llm` topology answering for real: an Instance with computeProfile cpu (dev/vllm-cpu/tiny-llm.yaml),
+reconciled by the provider's pod (installed by the chart, whose cpuProfile.image names the vLLM CPU
+image built by `dev/build-image.sh vllm-cpu`, as a user with a private registry would set it), turned
+by KServe's real llmisvc controller into a Deployment whose vLLM pod serves a tiny model this test
+makes on PersistentVolumes, answering OpenAI requests through the Service of the connection Secret
+(the ClusterIP's kube-proxy rules, from the host).
+
+Nothing answers but that model: its weights are random (from a fixed seed), its tokenizer and chat
+template its own, and every answer is compared token for token with the greedy continuation
+transformers computes from the same weights in float32 (dev/vllm-cpu/tiny_model.py, run in the
+cluster by a Job in the vLLM image, so the test's venv needs no torch: dev/tinyllm.py). Likewise its
+LoRA adapter, which KServe mounts from a claim of its own (`pvc://`).
+
+KServe's controllers run in the chart's release namespace, so that the llmisvc controller takes its
+presets, the CPU profile among them, from the chart, as with the chart's bundled controllers. The
+Instance asks for float32 through KServe's VLLM_ADDITIONAL_ARGS in its inline config (vLLM would run
+a float32 model in bfloat16 on this CPU), which leaves the CPU profile's default args in place.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+import tinyllm
+from cluster.node import NodeCluster
+from tests.e2e.llm_support import as_logged_by_vllm, cpu_profile_default_args, words
+from tests.e2e.support import (
+    MEASUREMENTS,
+    RELEASE_NAMESPACE,
+    build_image,
+    get_json,
+    kubectl,
+    node_cluster,
+    provider_writes,
+    synced,
+    the_leader,
+)
+from tests.support.waiting import wait_for_sync
+from tinyllm import CHAT, COMPLETIONS, OpenAI, request
+
+MANIFEST = tinyllm.instance_manifest()
+NAMESPACE = MANIFEST["metadata"]["namespace"]
+INSTANCE = MANIFEST["metadata"]["name"]
+PARAMETERS = MANIFEST["spec"]["components"]["llmEngine"]["parameters"]
+MODEL_NAME = PARAMETERS["modelName"]
+(ADAPTER,) = [adapter["name"] for adapter in PARAMETERS["lora"]["adapters"]]
+RENAMED = f"{MODEL_NAME}-2"
+FLOAT32 = "--dtype=float32"  # what the inline config passes in VLLM_ADDITIONAL_ARGS
+WORKLOAD_PODS = f"app.kubernetes.io/name={INSTANCE},kserve.io/component=workload"
+PATHS = {"completions": COMPLETIONS, "chat": CHAT}
+
+
+@pytest_asyncio.fixture(scope="module")
+async def node() -> AsyncIterator[NodeCluster]:
+    """The node-mode cluster with the vLLM CPU image imported and KServe's controllers in the
+    release namespace."""
+    started = time.monotonic()
+    archive = build_image(target="vllm-cpu")
+    MEASUREMENTS["vllm_image_build_seconds"] = round(time.monotonic() - started, 1)
+    MEASUREMENTS["vllm_image_archive_gib"] = round(archive.stat().st_size / 2**30, 2)
+    async with node_cluster(archive, kserve=True, kserve_in_release_namespace=True) as cluster:
+        MEASUREMENTS["llm_cluster_images_seconds"] = round(cluster.timings["containerd_and_images"], 1)
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def expected(node: NodeCluster) -> Iterator[dict[str, Any]]:
+    """The tiny model and adapter on their claims (a directory of the host, removed afterwards),
+    and their answers."""
+    directory = Path(tempfile.mkdtemp(prefix="provider-kserve-node-llm-"))
+    try:
+        started = time.monotonic()
+        answers = tinyllm.make_model(node, directory)
+        MEASUREMENTS["llm_model_job_seconds"] = round(time.monotonic() - started, 1)
+        MEASUREMENTS["llm_model_kib"] = round(sum(p.stat().st_size for p in (directory / "model").iterdir()) / 1024)
+        yield answers
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _vllm_restarted(node: NodeCluster) -> None:
+    """Fails at once, with vLLM's last words, when its container has exited (it would only restart)."""
+    for pod in get_json(node, "pods", "-n", NAMESPACE, "-l", WORKLOAD_PODS)["items"]:
+        for container in (pod.get("status") or {}).get("containerStatuses") or []:
+            if container["name"] == "main" and container.get("restartCount"):
+                name = pod["metadata"]["name"]
+                logs = kubectl(node, "logs", "-n", NAMESPACE, name, "-c", "main", "--previous", "--tail=40",
+                               check=False)  # fmt: skip
+                raise AssertionError(f"vLLM exited in {name}:\n{logs}")
+
+
+def _ready(node: NodeCluster) -> dict[str, Any] | None:
+    _vllm_restarted(node)
+    instance = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)
+    status = instance.get("status") or {}
+    if status.get("phase") == "Failed":
+        raise AssertionError(f"the Instance failed: {status.get('message')}")
+    return instance if status.get("phase") == "Ready" and synced(instance) else None
+
+
+def vllm_pod(node: NodeCluster) -> dict[str, Any]:
+    pods = get_json(node, "pods", "-n", NAMESPACE, "-l", WORKLOAD_PODS)["items"]
+    (pod,) = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return dict(pod)
+
+
+def main_container(pod: dict[str, Any]) -> dict[str, Any]:
+    (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "main"]
+    return dict(container)
+
+
+def _remember_vllm_memory(node: NodeCluster) -> None:
+    for pod in get_json(node, "pods", "-n", NAMESPACE, "-l", WORKLOAD_PODS)["items"]:
+        peak = node.pod_peak_memory_bytes(pod["metadata"]["uid"]) / 2**20
+        MEASUREMENTS["vllm_pod_peak_mib"] = max(MEASUREMENTS.get("vllm_pod_peak_mib", 0), round(peak))
+
+
+@pytest.fixture(scope="module")
+def served(node: NodeCluster, install: Callable[..., None], expected: dict[str, Any]) -> Iterator[OpenAI]:
+    """The chart installed with cpuProfile.image set, the Instance applied and Ready, and its first
+    token; the API at the connection Secret's URL. Everything is deleted again afterwards."""
+    install(f"cpuProfile.image={tinyllm.vllm_cpu_image()}")
+    started = time.monotonic()
+    kubectl(node, "apply", "-f", str(tinyllm.INSTANCE_FILE))
+    try:
+        ready = wait_for_sync(
+            functools.partial(_ready, node), what="the Instance Ready through KServe", timeout=900, interval=1
+        )
+        MEASUREMENTS["llm_apply_to_ready_seconds"] = round(time.monotonic() - started, 1)
+        api = tinyllm.openai_of(node, ready)
+        asked = time.monotonic()
+        first = api.stream(CHAT, {**request(MODEL_NAME, expected["base"]["chat"][0]), "max_tokens": 1})
+        MEASUREMENTS["llm_apply_to_first_token_seconds"] = round(asked - started + first.first_token_seconds, 1)
+        yield api
+    finally:
+        _remember_vllm_memory(node)
+        kubectl(node, "delete", "instance", INSTANCE, "-n", NAMESPACE, "--ignore-not-found", "--timeout=180s",
+                check=False)  # fmt: skip
+        tinyllm.delete_model(node)
+
+
+def assert_the_models_answer(answer: dict[str, Any], kind: str, case: dict[str, Any]) -> None:
+    (choice,) = answer["choices"]
+    text = choice["text"] if kind == "completions" else choice["message"]["content"]
+    assert choice["token_ids"] == case["token_ids"], (text, case["text"])
+    assert words(text) == words(case["text"])
+    assert answer["usage"]["prompt_tokens"] == case["prompt_tokens"]
+    assert answer["usage"]["completion_tokens"] == len(case["token_ids"])
+
+
+# -- the tests, in order: the last one renames the served model ------------------------------------
+
+
+def test_ready_is_kserves_word_on_the_vllm_pod(node: NodeCluster, served: OpenAI) -> None:
+    pod = vllm_pod(node)
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"])
+    llmisvc = get_json(node, "llminferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
+    kserve = {c["type"]: c["status"] for c in llmisvc["status"]["conditions"]}
+    assert kserve["Ready"] == "True" and kserve["WorkloadsReady"] == "True", kserve
+    instance = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)
+    conditions = {c["type"]: c["status"] for c in instance["status"]["conditions"]}
+    assert conditions["KServeReady"] == "True", conditions
+    # The chart's CPU preset (in the release namespace, where the controller looks) was merged, and
+    # the Instance's own inline config after it.
+    applied = {(c["name"], c.get("namespace")) for c in llmisvc["status"]["appliedConfigs"]}
+    assert ("kserve-config-llm-cpu", RELEASE_NAMESPACE) in applied and (f"{INSTANCE}-config", NAMESPACE) in applied
+    assert main_container(pod)["image"] == tinyllm.vllm_cpu_image()
+    writers = {w["pod"] for w in provider_writes(node) if w["objectRef"].get("resource") == "llminferenceservices"}
+    assert writers == {the_leader(node)["metadata"]["name"]}
+
+
+def test_models_lists_the_model_and_its_adapter(served: OpenAI) -> None:
+    models = served.models()
+    assert MODEL_NAME in models and ADAPTER in models
+    assert f"publishers/{NAMESPACE}/models/{MODEL_NAME}" in models  # the name KServe's routing uses
+
+
+@pytest.mark.parametrize("kind", ["chat", "completions"])
+def test_the_answers_are_the_tiny_models(served: OpenAI, expected: dict[str, Any], kind: str) -> None:
+    for case in expected["base"][kind]:
+        body = request(MODEL_NAME, case)
+        answer = served.post(PATHS[kind], body)
+        assert_the_models_answer(answer, kind, case)
+        if kind == "chat" and "llm_chat_request" not in MEASUREMENTS:
+            MEASUREMENTS["llm_chat_request"] = json.dumps({k: v for k, v in body.items() if k != "return_token_ids"})
+            MEASUREMENTS["llm_chat_answer"] = json.dumps(answer["choices"][0]["message"]["content"])
+
+
+@pytest.mark.parametrize("kind", ["chat", "completions"])
+def test_streamed_answers_are_the_same_tokens(served: OpenAI, expected: dict[str, Any], kind: str) -> None:
+    first_token, whole = [], []
+    for case in expected["base"][kind]:
+        streamed = served.stream(PATHS[kind], request(MODEL_NAME, case))
+        assert streamed.done, "the stream did not end with [DONE]"
+        assert streamed.token_ids() == case["token_ids"]
+        assert words(streamed.text()) == words(case["text"])
+        usage = streamed.usage()
+        assert usage["prompt_tokens"] == case["prompt_tokens"] and usage["completion_tokens"] == len(case["token_ids"])
+        first_token.append(streamed.first_token_seconds)
+        whole.append(streamed.total_seconds)
+    MEASUREMENTS[f"llm_{kind}_stream_first_token_ms"] = round(statistics.median(first_token) * 1000)
+    MEASUREMENTS[f"llm_{kind}_stream_16_tokens_ms"] = round(statistics.median(whole) * 1000)
+
+
+def test_the_lora_adapter_answers_as_merged_offline(served: OpenAI, expected: dict[str, Any]) -> None:
+    for kind in ("chat", "completions"):
+        for base, case in zip(expected["base"][kind], expected["adapter"][kind], strict=True):
+            assert_the_models_answer(served.post(PATHS[kind], request(ADAPTER, case)), kind, case)
+            assert case["token_ids"] != base["token_ids"]
+
+
+def test_metrics_are_where_the_pod_monitor_points(node: NodeCluster, served: OpenAI) -> None:
+    (monitor,) = get_json(node, "podmonitors.monitoring.coreos.com", "-n", NAMESPACE)["items"]
+    pod = vllm_pod(node)
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod["metadata"]["labels"].items(), (selector, pod["metadata"]["labels"])
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["portNumber"] in {p["containerPort"] for p in main_container(pod).get("ports") or []}
+    ip = pod["status"]["podIP"]
+    status, text = OpenAI(ip, endpoint["portNumber"], ip).request("GET", endpoint["path"])
+    assert status == 200
+    assert f'vllm:num_requests_running{{engine="0",model_name="{MODEL_NAME}"}}' in text
+    counts = [line for line in text.splitlines() if line.startswith("vllm:time_to_first_token_seconds_count")]
+    assert counts and float(counts[0].split()[-1]) > 0, counts
+
+
+def test_kv_cache_and_the_cpu_profiles_args_reach_vllm(node: NodeCluster, served: OpenAI) -> None:
+    pod = vllm_pod(node)
+    container = main_container(pod)
+    env = {e["name"]: e.get("value") for e in container.get("env") or []}
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == str(PARAMETERS["kvCacheSpaceGi"])
+    assert env["VLLM_ADDITIONAL_ARGS"] == FLOAT32
+    defaults = cpu_profile_default_args()
+    assert defaults and all(arg in container["args"] for arg in defaults), container["args"]
+    log = kubectl(node, "logs", "-n", NAMESPACE, pod["metadata"]["name"], "-c", "main")
+    (startup,) = [line for line in log.splitlines() if "non-default args:" in line]
+    for arg in (*defaults, FLOAT32, f"--max-lora-rank={PARAMETERS['lora']['maxRank']}"):
+        assert as_logged_by_vllm(arg) in startup, (arg, startup)
+    assert f"Explicitly set ({float(PARAMETERS['kvCacheSpaceGi']):.1f}/" in log  # the KV cache vLLM reserved
+    # KServe's template read the version the image records (dev/vllm-cpu/vllm_alias.py).
+    assert f"vllm version='{tinyllm.vllm_cpu_image().rsplit(':', 1)[1]}+cpu'" in log
+
+
+def test_renaming_the_model_rolls_the_pod(node: NodeCluster, served: OpenAI, expected: dict[str, Any]) -> None:
+    _remember_vllm_memory(node)
+    before = vllm_pod(node)["metadata"]["name"]
+    generation = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)["metadata"]["generation"]
+    patch = {"spec": {"components": {"llmEngine": {"parameters": {"modelName": RENAMED}}}}}
+    started = time.monotonic()
+    kubectl(node, "patch", "instance", INSTANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch))
+    seen: list[str] = []
+
+    def rolled() -> bool:
+        _vllm_restarted(node)
+        instance = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)
+        status = instance.get("status") or {}
+        phase = f"{status.get('phase')}: {status.get('message') or ''}".strip(": ")
+        if not seen or seen[-1] != phase:
+            seen.append(phase)
+        assert status.get("phase") != "Failed", seen
+        current = instance["metadata"]["generation"] > generation and synced(instance)
+        return current and status.get("phase") == "Ready" and served.models().count(RENAMED) == 1
+
+    # KServe's Ready stays True while the old pod serves (it reports the Deployment available, not
+    # rolled out), so the rollout is over when the Service answers with the new name only.
+    wait_for_sync(what="the renamed model served and the Instance Ready again", probe=rolled, timeout=900, interval=1)
+    wait_for_sync(what="the old pod gone", probe=lambda: MODEL_NAME not in served.models(), timeout=120, interval=1)
+    MEASUREMENTS["llm_rename_to_answer_seconds"] = round(time.monotonic() - started, 1)
+    MEASUREMENTS["llm_rename_phases"] = seen
+    after = vllm_pod(node)
+    assert after["metadata"]["name"] != before
+    assert f'--served-model-name "{RENAMED}"' in " ".join(main_container(after)["command"])
+    llmisvc = get_json(node, "llminferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
+    assert llmisvc["status"]["observedGeneration"] == llmisvc["metadata"]["generation"]
+    case = expected["base"]["chat"][0]
+    assert_the_models_answer(served.post(CHAT, request(RENAMED, case)), "chat", case)
+    assert served.request("POST", CHAT, request(MODEL_NAME, case))[0] == 404
