@@ -85,6 +85,8 @@ class SyncResult:
     recheck: bool = False
     # Fields another writer took by hand (kubectl edit, scale) that the pass took back.
     taken_back: int = 0
+    # The objects written (not skipped as unchanged), by (resource, name).
+    written: set[tuple[Resource, str]] = field(default_factory=set)
 
 
 class Applier:
@@ -199,6 +201,7 @@ class Applier:
                 rv = None if written is None else str(written["metadata"].get("resourceVersion", ""))
                 result.recheck |= self.writes.finish(object_id, rv)
         result.applied += 1
+        result.written.add((resource, stamped["metadata"]["name"]))
         return written
 
     def _unchanged(self, live: OwnedRef, intent: str, stamped: KubeObject) -> bool:

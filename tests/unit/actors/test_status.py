@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import yaml
+
 from actors.interface import Condition, ConnectionDetails, Phase
 from actors.status.compose import compose_status, merge_conditions
+from plane import crds_dir
 from tests.support.instances import bare_instance
 
 
@@ -55,3 +58,32 @@ def test_ready_without_details_reports_not_reported() -> None:
     cond = status["conditions"][0]
     assert (cond["type"], cond["status"], cond["reason"]) == ("ConnectionDetailsReady", "False", "NotReported")
     assert "connection" not in status
+
+
+def test_without_details_the_published_connection_stays_like_the_secret() -> None:
+    """A suspended Instance reports no details; the address it answers on when resumed stays on
+    status, as the `<instance>-conn` Secret does (the contract never deletes that)."""
+    connection = {"host": "h", "port": "8000", "url": "http://h:8000"}
+    published: dict[str, object] = {"phase": "Ready", "connection": connection}
+    status = compose_status(
+        _instance(published),
+        phase=Phase.SUSPENDED,
+        message="Suspended",
+        conditions=[],
+        complete=True,
+        connection_secret="i-conn",
+        status_connection_supported=True,
+    )
+    assert status["phase"] == "Suspended"
+    assert status["connection"] == connection
+    assert status["connectionSecretRef"] == {"name": "i-conn"}
+    cond = next(c for c in status["conditions"] if c["type"] == "ConnectionDetailsReady")
+    assert (cond["status"], cond["reason"]) == ("True", "Available")
+
+
+def test_phases_are_the_instance_crds_and_only_ready_and_suspended_are_settled() -> None:
+    crd = yaml.safe_load((crds_dir() / "openeverest" / "core.openeverest.io_instances.yaml").read_text())
+    (version,) = crd["spec"]["versions"]
+    phase = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["phase"]
+    assert [p.value for p in Phase] == phase["enum"]
+    assert {p for p in Phase if p.settled} == {Phase.READY, Phase.SUSPENDED}
