@@ -23,7 +23,7 @@ from provider.kserve import Checked, KServeProvider, build_provider
 from provider.model import kinds
 from provider.model.kinds import GATEWAYS
 from provider.model.names import PROVIDER_NAME
-from provider.topologies.llm import status as llm_status
+from provider.topologies.llm import own_conditions, status as llm_status
 from provider.topologies.protocol import Catalogs
 from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
 from tests.support.instances import llm_instance
@@ -143,7 +143,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             await accept_route(kube, namespace, name + "-ai-gateway")
         for name in opted_in:
             status = await wait_phase(kube, namespace, name, "Provisioning", llm_status.WAITING_GATEWAY_ADDRESS)
-            assert conditions_of(status)[llm_status.AI_GATEWAY_ROUTE]["status"] == "True"
+            assert conditions_of(status)[own_conditions.AI_GATEWAY_ROUTE]["status"] == "True"
         await wait_phase(kube, namespace, "gamma", "Ready")
         gamma_secret = await connection_secret(kube, namespace, "gamma")
         assert gamma_secret["uri"] == f"{workload_url('gamma', namespace)}:8000"
@@ -186,7 +186,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
                 "port": "80",
                 "uri": f"http://{ADDRESS}",
             }
-        token = conditions_of(await wait_phase(kube, namespace, "alpha", "Ready"))[llm_status.TOKEN_LIMIT]
+        token = conditions_of(await wait_phase(kube, namespace, "alpha", "Ready"))[own_conditions.TOKEN_LIMIT]
         assert (token["status"], token["reason"]) == ("True", "Enforced")
 
         # beta leaves the AI Gateway: its route and quota go, its details fall back in-cluster.
@@ -211,7 +211,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             kube,
             namespace,
             "beta",
-            lambda s: s.get("phase") == "Ready" and llm_status.AI_GATEWAY_ROUTE not in conditions_of(s),
+            lambda s: s.get("phase") == "Ready" and own_conditions.AI_GATEWAY_ROUTE not in conditions_of(s),
             "Ready without its AI Gateway route",
         )
         llmisvc = await get(kinds.LLM_INFERENCE_SERVICE, "beta")
@@ -240,7 +240,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
 
         async def quota_unenforced() -> dict[str, Any] | None:
             status = await wait_phase(kube, namespace, "alpha", "Ready")
-            token = conditions_of(status).get(llm_status.TOKEN_LIMIT) or {}
+            token = conditions_of(status).get(own_conditions.TOKEN_LIMIT) or {}
             return token if token.get("reason") == "RateLimitBackendNotConfigured" else None
 
         token = await wait_for(quota_unenforced)

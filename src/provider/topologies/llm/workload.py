@@ -11,6 +11,9 @@ parallelism, resources, …) wins over any config, and the order of baseRefs dec
 4. the user's `baseRefs`, in order;
 5. `<instance>-config`, the inline config, last.
 
+`llmEngine.replicas: 0` suspends the Instance: KServe's stop annotation, and the replica count the
+object stands with (provider.topologies.suspension).
+
 Ownership metadata is left out: the runtime stamps it (actors.contract.stamp).
 """
 
@@ -23,6 +26,7 @@ from provider.model import kinds, names
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.inputs import COMPONENT, LlmInputs
 from provider.topologies.llm.serviceaccount import hf_token_attached
+from provider.topologies.suspension import with_stop
 
 MAIN_CONTAINER: Final = "main"
 
@@ -147,11 +151,16 @@ def tracing(inputs: LlmInputs) -> dict[str, Any] | None:
     return {"exporterEndpoint": endpoint} if endpoint else {}
 
 
-def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> KubeObject:
+def llm_inference_service(
+    inputs: LlmInputs, settings: ProviderSettings, kept_replicas: int | None = None
+) -> KubeObject:
+    """`kept_replicas`: the count the object stands with, which a suspension leaves as it is (it
+    stops the service with KServe's stop annotation, never with zero replicas)."""
     engine = inputs.engine
     spec: dict[str, Any] = {"model": model(inputs)}
-    if inputs.replicas is not None:
-        spec["replicas"] = inputs.replicas
+    replicas = kept_replicas if inputs.suspended else inputs.replicas
+    if replicas is not None:
+        spec["replicas"] = replicas
     if (par := parallelism(inputs)) is not None:
         spec["parallelism"] = par
     spec["labels"] = pod_labels(inputs)
@@ -174,7 +183,7 @@ def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> Kube
     return {
         "apiVersion": kinds.LLM_INFERENCE_SERVICE.api_version,
         "kind": kinds.LLM_INFERENCE_SERVICE.kind,
-        "metadata": metadata,
+        "metadata": with_stop(metadata, inputs.suspended),
         "spec": spec,
     }
 
