@@ -1,6 +1,7 @@
 """The whole life of an llm Instance against KServe's real controllers (the `kserve` fixture):
 Ready → Updating → Ready on a model change; Ready → Suspending → Suspended → Resuming → Ready with
-`llmEngine.replicas` 0 and back; a suspension while Provisioning and the suspended Instance deleted.
+`llmEngine.replicas` 0 and back; a suspension while Provisioning and the suspended Instance deleted;
+KV-cache offloading accepted by KServe's CRD and webhook and rolled into its Deployment.
 
 Every phase is recorded from a watch on the Instance (tests.support.phases), so a phase that lasts
 milliseconds is seen; `pytest -s` prints each timeline with its timestamps.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -17,11 +19,12 @@ from actors.client import ApiError, KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.interface import KubeObject, Resource
 from provider.kserve import build_provider
+from provider.model import kinds
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.suspension import STOP_ANNOTATION
 from tests.support.instance_status import conditions_of, connection_secret, instance_status
 from tests.support.instances import llm_instance
-from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
+from tests.support.kserve import DEPLOYMENTS, PODS, KServeCluster, kserve_children, wait_gone
 from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, provider_running
 from tests.support.phases import recording_phases
 from tests.support.waiting import NotYet, wait_for
@@ -190,3 +193,57 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         await wait_gone(kube, ns, name)
         print(phases.report(mark, "delete while suspended"))
         assert phases.since(mark) == ["Terminating", "(deleted)"]
+
+
+def _offloading_instance(name: str, namespace: str, offloading: dict[str, Any]) -> KubeObject:
+    return llm_instance(name, namespace, on_cluster=True, engine={"kvCacheOffloading": offloading})
+
+
+async def test_kv_cache_offloading_reaches_kserves_pods(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """A CPU tier and a node-local disk tier: KServe's CRD and webhook take the LLMInferenceService,
+    KServe mounts the disk tier into the model server and requests its ephemeral storage, and the
+    Instance is Ready. The other two disk tiers (an existing claim, a claim per pod) pass the same
+    CRD and webhook (server-side dry run), which refuse a tier without a volume."""
+    kube, ns, name = kserve.kube, kserve_namespace, "offload"
+    tier = {"cpu": "2Gi", "evictionPolicy": "arc", "fileSystem": {"volume": "emptyDir", "size": "4Gi"}}
+    async with provider_running(kserve, ns), recording_phases(kube, ns, name) as phases:
+        await kube.create(INSTANCES, _offloading_instance(name, ns, tier))
+        await phases.reached("Ready", 0, READY_TIMEOUT)
+        llmisvc = await kube.get(LLM, ns, name)
+        assert llmisvc is not None
+        assert llmisvc["spec"]["kvCacheOffloading"] == {
+            "cpu": "2Gi",
+            "evictionPolicy": "arc",
+            "secondary": [{"fileSystem": {"emptyDir": {"size": "4Gi"}}}],
+        }
+        deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve")
+        assert deployment is not None
+        pod = deployment["spec"]["template"]["spec"]
+        volume = next(v for v in pod["volumes"] if v["name"] == "kv-cache-secondary-0")
+        assert volume["emptyDir"] == {"sizeLimit": "4Gi"}
+        main = next(c for c in pod["containers"] if c["name"] == "main")
+        assert {"name": "kv-cache-secondary-0", "mountPath": "/mnt/kv-cache-0"} in main["volumeMounts"]
+        assert main["resources"]["requests"]["ephemeral-storage"] == "4Gi"
+        pods, _ = await kube.list_all(PODS, ns)
+        assert any(p["metadata"]["name"].startswith(f"{name}-kserve") for p in pods)
+
+    provider = build_provider(ENV)[0]
+    for index, disk in enumerate(
+        (
+            {"volume": "claim", "claimName": "kv-cache", "path": "team-a"},
+            {"volume": "ephemeralClaim", "size": "20Gi", "storageClassName": "standard"},
+        )
+    ):
+        instance = _offloading_instance(f"dry-{index}", ns, {"cpu": "2Gi", "fileSystem": disk})
+        instance["metadata"]["uid"] = "00000000-0000-0000-0000-000000000001"
+        (obj,) = [o for o in provider.render(instance, catalogs=provider.catalogs()) if o["kind"] == LLM.kind]
+        obj["metadata"]["namespace"] = ns
+        accepted = await kube.apply(LLM, obj, field_manager="test", dry_run=True)
+        # The CRD defaults the eviction policy.
+        assert accepted["spec"]["kvCacheOffloading"] == {**obj["spec"]["kvCacheOffloading"], "evictionPolicy": "lru"}
+    broken = copy.deepcopy(obj)
+    broken["spec"]["kvCacheOffloading"]["secondary"] = [{"fileSystem": {}}]
+    with pytest.raises(ApiError) as refused:
+        await kube.apply(LLM, broken, field_manager="test", dry_run=True)
+    assert "exactly one of emptyDir or pvc must be set" in str(refused.value)
+    assert await kube.get(kinds.LLM_INFERENCE_SERVICE, ns, "dry-0") is None

@@ -9,7 +9,8 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
    `invalid llmEngine.parameters.config: <why>`, `llmEngine.parameters.lora.maxRank must be at
    least 1`, `llmEngine.parameters.loraDeployment must be "disabled" or "enabled"`, …
 4. `llmEngine replicas must not be negative`, then the component `resources` (quantities, and at
-   least as many nvidia.com/gpu as the parallelism needs)
+   least as many nvidia.com/gpu as the parallelism needs), then the KV-cache offloading tiers within
+   them (provider.topologies.llm.kv_offloading)
 5. `llmEngine.service.serviceType must be one of ClusterIP, LoadBalancer or NodePort`, then the
    source ranges
 6. the topology parameters model: `externalAccess must be one of ClusterIP, LoadBalancer, NodePort
@@ -50,6 +51,7 @@ from provider.rules.resource_requirements import container_resources
 from provider.topologies.llm.config import pod_metadata, pod_specs
 from provider.topologies.llm.gateway import route_problem
 from provider.topologies.llm.inputs import COMPONENT, Adapter, LlmInputs
+from provider.topologies.llm.kv_offloading import check_against_resources
 from provider.topologies.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, message_of
 from provider.topologies.llm.params import LlmEngineParameters
 from provider.topologies.llm.source_ranges import normalized_source_ranges
@@ -180,6 +182,7 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
     check_int32(component.replicas, f"{COMPONENT}.replicas")
     resources = container_resources(component.resources, prefix=f"{COMPONENT}.resources")
     _check_gpus(engine, resources)
+    check_against_resources(engine.kv_cache_offloading, resources)
 
     service = component.service
     service_type = "ClusterIP"

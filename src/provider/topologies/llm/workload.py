@@ -12,7 +12,8 @@ parallelism, resources, …) wins over any config, and the order of baseRefs dec
 5. `<instance>-config`, the inline config, last.
 
 `llmEngine.replicas: 0` suspends the Instance: KServe's stop annotation, and the replica count the
-object stands with (provider.topologies.suspension).
+object stands with (provider.topologies.suspension). `kvCacheOffloading` goes to the main pods and,
+with prefill/decode disaggregation, to the prefill pods (provider.topologies.llm.kv_offloading).
 
 Ownership metadata is left out: the runtime stamps it (actors.contract.stamp).
 """
@@ -140,7 +141,15 @@ def prefill(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | N
     template = pod_template(inputs, settings)
     if template is not None:
         out["template"] = template
+    if (offloading := kv_cache_offloading(inputs)) is not None:
+        out["kvCacheOffloading"] = offloading
     return out
+
+
+def kv_cache_offloading(inputs: LlmInputs) -> dict[str, Any] | None:
+    """KServe's KVCacheOffloadingSpec, for the main pods and (same engine, same limits) the prefill pods."""
+    offloading = inputs.engine.kv_cache_offloading
+    return offloading.spec() if offloading is not None else None
 
 
 def tracing(inputs: LlmInputs) -> dict[str, Any] | None:
@@ -170,6 +179,8 @@ def llm_inference_service(
         spec["baseRefs"] = [{"name": ref} for ref in refs]
     if engine.disable_storage_initializer is not None:
         spec["storageInitializer"] = {"enabled": not engine.disable_storage_initializer}
+    if (offloading := kv_cache_offloading(inputs)) is not None:
+        spec["kvCacheOffloading"] = offloading
     if (pre := prefill(inputs, settings)) is not None:
         spec["prefill"] = pre
     if (trace := tracing(inputs)) is not None:
