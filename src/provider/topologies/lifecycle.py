@@ -39,7 +39,8 @@ KServe 0.20 does not report every rollout: the LLMInferenceService's Ready stays
 Deployment replaces pods (the old ones stay available), and the InferenceService's
 status.observedGeneration is its Deployment's, not its own. So Updating ends when KServe has
 reconciled the new generation and reports it Ready (for an InferenceService: its predictor
-Deployment's rollout complete, PredictorReady with reason NewReplicaSetAvailable).
+Deployment's rollout complete, PredictorReady with reason NewReplicaSetAvailable, which KServe may
+still say of the previous rollout right after the change: nothing in its status tells them apart).
 """
 
 from __future__ import annotations

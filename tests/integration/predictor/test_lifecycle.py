@@ -58,8 +58,17 @@ async def test_model_change_is_updating_then_ready(kserve: KServeCluster, kserve
         print(phases.report(mark, "model change"))
         assert phases.since(mark) == ["Updating", "Ready"]
 
-        deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-predictor")
-        assert deployment is not None and NEXT_MODEL in json.dumps(deployment["spec"]["template"])
+        # KServe may report the old Deployment's rollout as complete a moment after the change (its
+        # status has no generation of the InferenceService's own): the new model follows.
+        async def rolled_out() -> bool | NotYet:
+            deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-predictor") or {}
+            status = deployment.get("status") or {}
+            template = json.dumps((deployment.get("spec") or {}).get("template"))
+            done = NEXT_MODEL in template and status.get("updatedReplicas") == status.get("availableReplicas") == 1
+            return done or NotYet(status)
+
+        await wait_for(rolled_out, what="the new model rolled out", timeout=READY_TIMEOUT)
+        await phases.reached("Ready", mark, READY_TIMEOUT)
         status = await instance_status(kube, ns, name)
         assert (status["phase"], ready.message) == ("Ready", "")
         assert conditions_of(status)["KServePredictorReady"]["reason"] == "NewReplicaSetAvailable"

@@ -16,7 +16,10 @@ KServe's status says:
   status.observedGeneration, so that number says nothing of the InferenceService's own generation
   (a change of maxReplicas alone never moves it): the provider goes by what it applied in this
   pass, and looks again after a few seconds (KServe writes no status for a change its status does
-  not show);
+  not show). For the same reason a status KServe writes right after the change, before the
+  Deployment controller has started the new rollout, still says the old one completed: Updating
+  then ends early (tens of milliseconds in the kwok stack) while the pods turn over, as an
+  LLMInferenceService's Ready stays True through its rollout;
 - no InferenceService yet → Provisioning `Waiting for InferenceService`;
 - KServe `Ready=True` → Ready, with connection details from the cluster-internal address;
 - KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
