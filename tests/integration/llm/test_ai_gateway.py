@@ -274,3 +274,69 @@ def slow_gateway_list(client: KubeClient, seconds: float) -> None:
         return await inner(res, namespace, **kwargs)
 
     client.list_all = list_all  # type: ignore[method-assign]
+
+
+INFERENCE_POOLS = Resource("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool")
+
+
+async def test_a_suspended_instance_keeps_its_route_and_quota_and_says_so(
+    kserve: KServeCluster, kserve_namespace: str
+) -> None:
+    """replicas 0 on an AI Gateway Instance: KServe deletes the InferencePool the route sends to; the
+    route and the quota policy stay exactly as they were (not written), and their conditions say the
+    Instance is suspended; the gateway's address stays in `<name>-conn`. Resumed, both are as before."""
+    kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
+    await kube.create(GATEWAYS, gateway(namespace))
+    await kube.patch(
+        GATEWAYS,
+        namespace,
+        GATEWAY,
+        {"status": {"addresses": [{"type": "IPAddress", "value": ADDRESS}]}},
+        subresource="status",
+    )
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    provider, shared = build_provider(gateway_env(namespace), client)
+    topology = {"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 5000}
+    body = llm_instance("alpha", namespace, on_cluster=True, topology=topology)
+    async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
+        await kube.create(INSTANCES, body)
+
+        async def route() -> KubeObject | None:
+            return await kube.get(ROUTE, namespace, "alpha-ai-gateway")
+
+        await wait_for(route)
+        await accept_route(kube, namespace, "alpha-ai-gateway")
+        await wait_phase(kube, namespace, "alpha", "Ready", timeout=120)
+        secret = await connection_secret(kube, namespace, "alpha")
+        kept: dict[Resource, KubeObject] = {}
+        for resource, name in ((ROUTE, "alpha-ai-gateway"), (POLICY, "alpha-token-limit")):
+            obj = await kube.get(resource, namespace, name)
+            assert obj is not None, name
+            kept[resource] = obj
+        assert await kube.get(INFERENCE_POOLS, namespace, "alpha-inference-pool") is not None
+
+        await kube.patch(INSTANCES, namespace, "alpha", {"spec": {"components": {"llmEngine": {"replicas": 0}}}})
+        status = await wait_phase(kube, namespace, "alpha", "Suspended", timeout=120)
+
+        async def pool_gone() -> bool:
+            return await kube.get(INFERENCE_POOLS, namespace, "alpha-inference-pool") is None
+
+        await wait_for(pool_gone, what="KServe to delete the InferencePool", timeout=60)
+        conditions = conditions_of(status)
+        for type_ in (own_conditions.AI_GATEWAY_ROUTE, own_conditions.TOKEN_LIMIT):
+            assert (conditions[type_]["status"], conditions[type_]["reason"]) == ("False", "InstanceSuspended"), type_
+        assert (
+            "KServe deleted InferencePool alpha-inference-pool"
+            in conditions[own_conditions.AI_GATEWAY_ROUTE]["message"]
+        )
+        for resource, obj in kept.items():
+            now = await kube.get(resource, namespace, obj["metadata"]["name"])
+            assert now is not None and now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+        assert await connection_secret(kube, namespace, "alpha") == secret
+
+        await kube.patch(INSTANCES, namespace, "alpha", {"spec": {"components": {"llmEngine": {"replicas": 1}}}})
+        status = await wait_phase(kube, namespace, "alpha", "Ready", timeout=120)
+        conditions = conditions_of(status)
+        assert conditions[own_conditions.AI_GATEWAY_ROUTE]["reason"] == "Accepted"
+        assert conditions[own_conditions.TOKEN_LIMIT]["reason"] == "Enforced"
+        assert await connection_secret(kube, namespace, "alpha") == secret
