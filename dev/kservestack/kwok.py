@@ -45,8 +45,15 @@ def args(kwok_dir: Path, kubeconfig: Path) -> list[str]:
 
 def node(name: str = NODE_NAME, *, gpus: int = 8) -> KubeObject:
     """A big Node with `gpus` nvidia.com/gpu: room for every test's pods at once, and a GPU count
-    a test can exceed on purpose to keep a pod Pending."""
-    capacity = {"cpu": "1k", "memory": "4Ti", "pods": "10k", "nvidia.com/gpu": str(gpus)}
+    a test can exceed on purpose to keep a pod Pending. It has local disk, as a real node reports
+    it: a pod that requests ephemeral storage (KServe's node-local KV-cache tier) fits."""
+    capacity = {
+        "cpu": "1k",
+        "memory": "4Ti",
+        "ephemeral-storage": "100Ti",
+        "pods": "10k",
+        "nvidia.com/gpu": str(gpus),
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -5,7 +5,7 @@ Starts the local cluster with the KServe stack (dev/kservestack) and the provide
 Instance per scenario, and saves the Instance with the KServe object (spec and status, as KServe
 wrote it) once that object reaches the scenario's state. Rerun after a KServe upgrade:
 
-    .venv/bin/python dev/scripts/record_kserve_shapes.py [--out tests/unit/fixtures/kserve]
+    .venv/bin/python dev/scripts/record_kserve_shapes.py [--out tests/unit/fixtures/kserve] [--only SCENARIO ...]
 """
 
 from __future__ import annotations
@@ -121,6 +121,25 @@ def _scaling(obj: KubeObject) -> bool:
     return obj["metadata"].get("generation") == 2 and _false("PredictorReady", "MinimumReplicasUnavailable")(obj)
 
 
+def _stopped(obj: KubeObject) -> bool:
+    """KServe has stopped the object the provider annotated with serving.kserve.io/stop (replicas 0):
+    an InferenceService's `Stopped` is True; an LLMInferenceService's main workload is Stopped."""
+    annotated = (obj["metadata"].get("annotations") or {}).get("serving.kserve.io/stop") == "true"
+    if obj["kind"] == ISVC.kind:
+        return annotated and _condition(obj, "Stopped").get("status") == "True"
+    return annotated and _false("MainWorkloadReady", "Stopped")(obj)
+
+
+def _merged(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """`patch` merged into `base` as a JSON merge patch does (for dicts; values replace)."""
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+SUSPEND = {"replicas": 0}
+
 # Pods asking for more GPUs than the kwok Node has stay Pending.
 SCENARIOS = (
     Scenario("isvc-ready", predictor("iris"), ISVC, _ready),
@@ -146,7 +165,21 @@ SCENARIOS = (
         _scaling,
         then={"spec": {"components": {"predictor": {"parameters": {"minReplicas": 2}}}}},
     ),
+    Scenario(
+        "isvc-stopped",
+        predictor("iris-stop"),
+        ISVC,
+        _stopped,
+        then={"spec": {"components": {"predictor": SUSPEND}}},
+    ),
     Scenario("llmisvc-ready", llm("chat"), LLMISVC, _ready),
+    Scenario(
+        "llmisvc-stopped",
+        llm("chat-stop"),
+        LLMISVC,
+        _stopped,
+        then={"spec": {"components": {"llmEngine": SUSPEND}}},
+    ),
     Scenario("llmisvc-pending", llm("chat-gpu", gpus=16), LLMISVC, _false("Ready", "MinimumReplicasUnavailable")),
     Scenario(
         "llmisvc-config-not-found",
@@ -202,7 +235,9 @@ async def record(kube: KubeClient, scenario: Scenario, out: Path, timeout: float
         raise TimeoutError(
             f"{scenario.name}: not reached in {timeout:.0f} s; last: {(last or {}).get('status')}"
         ) from None
-    fixture = {"instance": scenario.instance, "kserve": _trimmed(obj)}
+    # The Instance as it stood when KServe wrote that state.
+    instance = _merged(scenario.instance, scenario.then) if scenario.then is not None else scenario.instance
+    fixture = {"instance": instance, "kserve": _trimmed(obj)}
     (out / f"{scenario.name}.json").write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
     print(f"recorded {scenario.name}")
     # Pending pods keep llmisvc regenerating certificates: no longer than needed.
@@ -217,7 +252,8 @@ async def main(args: argparse.Namespace) -> None:
         with provider_process(plane, log):
             async with plane.client() as kube:
                 await ensure_namespace(kube, NAMESPACE)
-                await asyncio.gather(*(record(kube, s, args.out, args.timeout) for s in SCENARIOS))
+                chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
+                await asyncio.gather(*(record(kube, s, args.out, args.timeout) for s in chosen))
     finally:
         plane.stop()
 
@@ -226,6 +262,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--timeout", type=float, default=180.0)
+    parser.add_argument("--only", action="append", metavar="SCENARIO", help="record only these (repeatable)")
     try:
         asyncio.run(main(parser.parse_args()))
     except (ControlPlaneError, TimeoutError) as err:

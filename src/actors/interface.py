@@ -43,6 +43,16 @@ class Phase(StrEnum):
     UPDATING = "Updating"
     TERMINATING = "Terminating"
     FAILED = "Failed"
+    RESTORING = "Restoring"
+    # Scale-to-zero: compute going away, gone (configuration and storage kept), coming back.
+    SUSPENDING = "Suspending"
+    SUSPENDED = "Suspended"
+    RESUMING = "Resuming"
+
+    @property
+    def settled(self) -> bool:
+        """Nothing is on its way: serving, or suspended at the user's request."""
+        return self in (Phase.READY, Phase.SUSPENDED)
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,9 @@ class ReconcileContext:
     # A derived object of this Instance as the runtime's watch last saw it, by resource and name
     # (None when there is none); for desired() decisions that depend on what another controller did.
     live: Callable[[Resource, str], KubeObject | None] = field(default=lambda resource, name: None)
+    # The derived objects this pass's apply changed (written, not skipped as unchanged), by
+    # (resource, name): for status() to tell a change it just sent from what was there before.
+    written: frozenset[tuple[Resource, str]] = frozenset()
 
     @property
     def key(self) -> ObjectKey:

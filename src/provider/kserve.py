@@ -248,6 +248,7 @@ class KServeProvider:
             gateway_base_url=self._gateway_base_url() if self._gateway_base_url is not None else None,
             missing=frozenset(r for r in valid.topology.resources() if r not in ctx.available),
             catalogs=self.catalogs(),
+            written=ctx.written,
         )
         report = valid.topology.status(valid.instance, valid.inputs, ctx.observed, inputs)
         if self._workload_pods is None:

@@ -33,12 +33,18 @@ def status(
     engine: dict[str, Any] | None = None,
     settings_: ProviderSettings | None = None,
     inputs: StatusInputs | None = None,
+    phase: str | None = None,
     **kwargs: Any,
 ) -> StatusReport:
+    """The report for an Instance (built from `engine` and `kwargs`) whose phase before this pass
+    was `phase`, given the observed `objects`."""
     by_kind = {r.kind: r for r in kinds.OWNED}  # the fixtures carry a kind, not always an apiVersion
     observed = {(by_kind[obj["kind"]], obj["metadata"]["name"]): obj for obj in objects}
     handler = LlmTopology(settings_ or settings())
-    parsed = as_model(llm_instance(engine=engine, **kwargs))
+    body = llm_instance(engine=engine, **kwargs)
+    if phase is not None:
+        body["status"] = {"phase": phase}
+    parsed = as_model(body)
     return handler.status(parsed, handler.validate(parsed, CATALOG), observed, inputs or StatusInputs())
 
 

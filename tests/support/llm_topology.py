@@ -13,7 +13,7 @@ from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.llm.inputs import LlmInputs
 from provider.topologies.llm.validation import validate_llm
-from provider.topologies.protocol import Catalogs, LoraAdapter
+from provider.topologies.protocol import Catalogs, Live, LoraAdapter, nothing_live
 from tests.support.instances import as_model, llm_instance
 
 ALL_KINDS = frozenset(kinds.OWNED)
@@ -50,12 +50,13 @@ def desired(
     settings_: ProviderSettings | None = None,
     available: frozenset[Any] = ALL_KINDS,
     catalogs: Catalogs = CATALOG,
+    live: Live = nothing_live,
     **kwargs: Any,
 ) -> dict[str, KubeObject]:
-    """Desired objects by kind (each kind appears at most once per Instance)."""
+    """Desired objects by kind (each kind appears at most once per Instance); `live`: what exists."""
     handler = LlmTopology(settings_ or settings())
     parsed = as_model(llm_instance(engine=engine, **kwargs))
-    objects = handler.desired(parsed, handler.validate(parsed, catalogs), available)
+    objects = handler.desired(parsed, handler.validate(parsed, catalogs), available, live)
     by_kind = {obj["kind"]: obj for obj in objects}
     assert len(by_kind) == len(objects)
     return by_kind

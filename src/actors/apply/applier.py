@@ -86,6 +86,8 @@ class SyncResult:
     taken_back: list[str] = field(default_factory=list)
     # Objects the pass pruned, in words.
     pruned_objects: list[str] = field(default_factory=list)
+    # The objects written (not skipped as unchanged), by (resource, name).
+    written: set[tuple[Resource, str]] = field(default_factory=set)
 
 
 class Applier:
@@ -200,6 +202,7 @@ class Applier:
                 rv = None if written is None else str(written["metadata"].get("resourceVersion", ""))
                 result.recheck |= self.writes.finish(object_id, rv)
         result.applied += 1
+        result.written.add((resource, stamped["metadata"]["name"]))
         return written
 
     def _unchanged(self, live: OwnedRef, intent: str, stamped: KubeObject) -> bool:

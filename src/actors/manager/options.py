@@ -35,8 +35,8 @@ class ManagerOptions:
     # A safety net, not how changes arrive (every derived object is watched): hours, as in
     # controller-runtime (its SyncPeriod defaults to 10 h).
     resync_period: float = 10 * 3600.0
-    # Re-run an Instance that is not Ready after this many seconds; None: never (its derived
-    # objects' watch events bring KServe's progress).
+    # Re-run an Instance that is neither Ready nor Suspended after this many seconds; None: never
+    # (its derived objects' watch events bring KServe's progress).
     poll_not_ready: float | None = None
     # How often an owned kind whose CRD is absent is looked for again.
     discovery_interval: float = 30.0

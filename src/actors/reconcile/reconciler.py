@@ -256,6 +256,7 @@ class InstanceReconciler:
         """Status: the provider's report on what Sync left, the connection Secret, then status."""
         ctx = validated.ctx
         ctx.observed = synced.observed
+        ctx.written = frozenset(synced.written)
         with self._step("status"):
             report = await self.provider.status(ctx, validated.valid)
             secret, clash = await connection_secret(self.applier, ctx.instance, report.connection, synced)
@@ -278,7 +279,7 @@ class InstanceReconciler:
             return Action(requeue_after=0.0)  # someone else wrote an object while we did: look again
         if report.requeue_after is not None:
             return Action(requeue_after=report.requeue_after)
-        if report.phase != Phase.READY and self.config.poll_not_ready:
+        if not report.phase.settled and self.config.poll_not_ready:
             return Action(requeue_after=self.config.poll_not_ready)
         return Action()
 

@@ -175,8 +175,8 @@ def compose_status(
         new["connection"] = {
             k: v for k, v in {"host": connection.host, "port": connection.port, "url": connection.uri}.items() if v
         }
-    elif status_connection_supported:
-        new.pop("connection", None)
+    # Without details, what an earlier pass published stays, as the `<instance>-conn` Secret does (the
+    # contract never deletes it): a suspended Instance keeps the address it answers on when resumed.
     entries = component_entries(components, component_fields) if component_fields else []
     if entries:
         new["components"] = entries

@@ -115,3 +115,22 @@ def _binary(magnitude: Fraction, negative: bool) -> str:
         value //= 1024
         power += 1
     return f"{'-' if negative else ''}{value}{_BINARY_SI[power]}"
+
+
+def quantity_value(text: str) -> Fraction:
+    """The exact value of a quantity (bytes, for memory and storage), to compare two of them.
+
+    Raises QuantityError when `text` is not a quantity.
+    """
+    canonical = canonical_quantity(text)
+    parts = re.fullmatch(r"(-?)([0-9]+)(.*)", canonical)
+    assert parts is not None  # canonical forms are a sign, digits and a suffix
+    sign, digits, suffix = parts.groups()
+    value = Fraction(int(digits))
+    if suffix in _BINARY_SI and suffix:
+        value *= 2 ** (10 * _BINARY_SI.index(suffix))
+    elif suffix in _DECIMAL_SI:
+        value *= Fraction(10) ** _DECIMAL_SI[suffix]
+    else:
+        value *= Fraction(10) ** int(suffix[1:])
+    return -value if sign else value

@@ -5,7 +5,8 @@ Each Instance goes the controller's way: the version-bundle check and resolution
 resource), then `KServeProvider.render` (validation and translation), then the ownership stamp
 (actors.contract.stamp) with the document's uid or a placeholder. Everything the Instance asks for
 is rendered, optional kinds included; what a real install would do differently is said in notes:
-per optional object, the CRD without which the controller skips it, and, once each, a defaulted
+per optional object, the CRD without which the controller skips it; per suspended Instance, that
+the controller keeps the replica count its KServe object stands with; and, once each, a defaulted
 namespace or a placeholder uid.
 """
 
@@ -24,6 +25,7 @@ from provider.kserve import KServeProvider
 from provider.model.kinds import OPTIONAL
 from provider.model.names import PROVIDER_NAME
 from provider.topologies.protocol import Catalogs
+from provider.topologies.suspension import STOP_ANNOTATION, stop_requested
 
 PLACEHOLDER_UID: Final = "00000000-0000-0000-0000-000000000000"
 DEFAULT_NAMESPACE: Final = "default"
@@ -117,6 +119,11 @@ def preview(
         if not meta.get("uid"):
             no_uid.append(name)
         for obj in objects:
+            if stop_requested(obj):
+                out.notes.append(
+                    f'Instance "{name}" is suspended (replicas 0): {obj["kind"]} {obj["metadata"]["name"]} carries '
+                    f"{STOP_ANNOTATION}, and the controller leaves its replica count as the object stands"
+                )
             resource = OPTIONAL_BY_KIND.get(obj["kind"])
             if resource is None:
                 out.objects.append(obj)

@@ -4,11 +4,9 @@ passed through onto the Instance as `KServe<Type>` conditions with valid metav1 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, Final
 
-from actors import Condition, KubeObject, Phase, StatusReport, valid_reason
+from actors import Condition, KubeObject, valid_reason
 
 CONDITION_PREFIX: Final = "KServe"
 _STATUSES: Final = frozenset({"True", "False", "Unknown"})
@@ -75,26 +73,3 @@ def stale_generation(obj: KubeObject, kind: str) -> str | None:
     if generation > 1:
         return f"Waiting for KServe to reconcile the {kind} (generation {generation}, not yet observed)"
     return None
-
-
-def through_reconcile(
-    obj: KubeObject,
-    kind: str,
-    report: StatusReport,
-    conditions: Sequence[Condition],
-    *,
-    was_ready: bool,
-) -> StatusReport:
-    """`report` (what KServe's status says) once KServe has observed the current spec. While it has
-    not: Provisioning, except for an Instance that is Ready and whose previous generation still
-    serves (an edit such as more replicas does not take a serving model out of Ready; the message
-    says KServe has yet to reconcile it). Without any observedGeneration after an edit, nothing
-    says which spec the status describes: Provisioning, whatever it says."""
-    stale = stale_generation(obj, kind)
-    if stale is None:
-        return report
-    unobserved = not isinstance((obj.get("status") or {}).get("observedGeneration"), int)
-    if not was_ready or unobserved or report.phase is not Phase.READY:
-        return StatusReport(Phase.PROVISIONING, stale, tuple(conditions))
-    serving = report.message or "the previous generation serves"
-    return replace(report, message=f"{stale}; {serving}")

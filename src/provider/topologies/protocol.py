@@ -57,6 +57,8 @@ class StatusInputs:
     missing: frozenset[Resource] = field(default_factory=frozenset)
     # The chart's catalogs, for facts about the chosen model (is it gated?).
     catalogs: Catalogs = field(default_factory=lambda: Catalogs())
+    # The derived objects this pass changed, by (resource, name): a change just sent to KServe.
+    written: frozenset[tuple[Resource, str]] = frozenset()
 
 
 # Observed derived objects by (resource, name).

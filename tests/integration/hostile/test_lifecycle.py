@@ -5,7 +5,7 @@
 11. status is always writable: huge messages are cut, invalid condition types dropped, and a Ready
     Instance follows KServe to not-Ready;
 12. a deleted or hand-edited connection Secret is restored;
-13. Ready from KServe without observedGeneration is not trusted after a spec edit;
+13. Ready from KServe without observedGeneration is not trusted after a spec edit (Updating);
 14. Instance names and numbers over the limits of the fields they go into are refused, with no apply;
 15. with the LLMInferenceService CRD gone, the Instance says KServe is not installed.
 Every case runs with a resync period far beyond the test, so nothing here waits for a resync.
@@ -179,9 +179,11 @@ async def test_ready_without_observed_generation_is_not_trusted_after_an_edit(
         await hostile_status(kube, namespace, "gen", status)
         await wait_for(lambda: phase_is(kube, namespace, "gen", "Ready"))  # generation 1: nothing to doubt
         await kube.patch(INSTANCES, namespace, "gen", {"spec": {"components": {"llmEngine": {"replicas": 2}}}})
-        waiting = await wait_for(lambda: phase_is(kube, namespace, "gen", "Provisioning"))
+        # Updating, not Ready: the edit is rolling out until KServe says which generation it reconciled.
+        waiting = await wait_for(lambda: phase_is(kube, namespace, "gen", "Updating"))
         assert waiting["message"] == (
-            "Waiting for KServe to reconcile the LLMInferenceService (generation 2, not yet observed)"
+            "Waiting for KServe to reconcile the LLMInferenceService (generation 2, not yet observed); "
+            "the previous generation serves"
         )
 
 

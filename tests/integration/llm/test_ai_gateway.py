@@ -23,7 +23,7 @@ from provider.kserve import Checked, KServeProvider, build_provider
 from provider.model import kinds
 from provider.model.kinds import GATEWAYS
 from provider.model.names import PROVIDER_NAME
-from provider.topologies.llm import status as llm_status
+from provider.topologies.llm import own_conditions, status as llm_status
 from provider.topologies.protocol import Catalogs
 from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
 from tests.support.instances import llm_instance
@@ -143,7 +143,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             await accept_route(kube, namespace, name + "-ai-gateway")
         for name in opted_in:
             status = await wait_phase(kube, namespace, name, "Provisioning", llm_status.WAITING_GATEWAY_ADDRESS)
-            assert conditions_of(status)[llm_status.AI_GATEWAY_ROUTE]["status"] == "True"
+            assert conditions_of(status)[own_conditions.AI_GATEWAY_ROUTE]["status"] == "True"
         await wait_phase(kube, namespace, "gamma", "Ready")
         gamma_secret = await connection_secret(kube, namespace, "gamma")
         assert gamma_secret["uri"] == f"{workload_url('gamma', namespace)}:8000"
@@ -186,7 +186,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
                 "port": "80",
                 "uri": f"http://{ADDRESS}",
             }
-        token = conditions_of(await wait_phase(kube, namespace, "alpha", "Ready"))[llm_status.TOKEN_LIMIT]
+        token = conditions_of(await wait_phase(kube, namespace, "alpha", "Ready"))[own_conditions.TOKEN_LIMIT]
         assert (token["status"], token["reason"]) == ("True", "Enforced")
 
         # beta leaves the AI Gateway: its route and quota go, its details fall back in-cluster.
@@ -211,7 +211,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
             kube,
             namespace,
             "beta",
-            lambda s: s.get("phase") == "Ready" and llm_status.AI_GATEWAY_ROUTE not in conditions_of(s),
+            lambda s: s.get("phase") == "Ready" and own_conditions.AI_GATEWAY_ROUTE not in conditions_of(s),
             "Ready without its AI Gateway route",
         )
         llmisvc = await get(kinds.LLM_INFERENCE_SERVICE, "beta")
@@ -240,7 +240,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
 
         async def quota_unenforced() -> dict[str, Any] | None:
             status = await wait_phase(kube, namespace, "alpha", "Ready")
-            token = conditions_of(status).get(llm_status.TOKEN_LIMIT) or {}
+            token = conditions_of(status).get(own_conditions.TOKEN_LIMIT) or {}
             return token if token.get("reason") == "RateLimitBackendNotConfigured" else None
 
         token = await wait_for(quota_unenforced)
@@ -274,3 +274,69 @@ def slow_gateway_list(client: KubeClient, seconds: float) -> None:
         return await inner(res, namespace, **kwargs)
 
     client.list_all = list_all  # type: ignore[method-assign]
+
+
+INFERENCE_POOLS = Resource("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool")
+
+
+async def test_a_suspended_instance_keeps_its_route_and_quota_and_says_so(
+    kserve: KServeCluster, kserve_namespace: str
+) -> None:
+    """replicas 0 on an AI Gateway Instance: KServe deletes the InferencePool the route sends to; the
+    route and the quota policy stay exactly as they were (not written), and their conditions say the
+    Instance is suspended; the gateway's address stays in `<name>-conn`. Resumed, both are as before."""
+    kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
+    await kube.create(GATEWAYS, gateway(namespace))
+    await kube.patch(
+        GATEWAYS,
+        namespace,
+        GATEWAY,
+        {"status": {"addresses": [{"type": "IPAddress", "value": ADDRESS}]}},
+        subresource="status",
+    )
+    client = await KubeClient.connect(str(controlplane.kubeconfig))
+    provider, shared = build_provider(gateway_env(namespace), client)
+    topology = {"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 5000}
+    body = llm_instance("alpha", namespace, on_cluster=True, topology=topology)
+    async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
+        await kube.create(INSTANCES, body)
+
+        async def route() -> KubeObject | None:
+            return await kube.get(ROUTE, namespace, "alpha-ai-gateway")
+
+        await wait_for(route)
+        await accept_route(kube, namespace, "alpha-ai-gateway")
+        await wait_phase(kube, namespace, "alpha", "Ready", timeout=120)
+        secret = await connection_secret(kube, namespace, "alpha")
+        kept: dict[Resource, KubeObject] = {}
+        for resource, name in ((ROUTE, "alpha-ai-gateway"), (POLICY, "alpha-token-limit")):
+            obj = await kube.get(resource, namespace, name)
+            assert obj is not None, name
+            kept[resource] = obj
+        assert await kube.get(INFERENCE_POOLS, namespace, "alpha-inference-pool") is not None
+
+        await kube.patch(INSTANCES, namespace, "alpha", {"spec": {"components": {"llmEngine": {"replicas": 0}}}})
+        status = await wait_phase(kube, namespace, "alpha", "Suspended", timeout=120)
+
+        async def pool_gone() -> bool:
+            return await kube.get(INFERENCE_POOLS, namespace, "alpha-inference-pool") is None
+
+        await wait_for(pool_gone, what="KServe to delete the InferencePool", timeout=60)
+        conditions = conditions_of(status)
+        for type_ in (own_conditions.AI_GATEWAY_ROUTE, own_conditions.TOKEN_LIMIT):
+            assert (conditions[type_]["status"], conditions[type_]["reason"]) == ("False", "InstanceSuspended"), type_
+        assert (
+            "KServe deleted InferencePool alpha-inference-pool"
+            in conditions[own_conditions.AI_GATEWAY_ROUTE]["message"]
+        )
+        for resource, obj in kept.items():
+            now = await kube.get(resource, namespace, obj["metadata"]["name"])
+            assert now is not None and now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+        assert await connection_secret(kube, namespace, "alpha") == secret
+
+        await kube.patch(INSTANCES, namespace, "alpha", {"spec": {"components": {"llmEngine": {"replicas": 1}}}})
+        status = await wait_phase(kube, namespace, "alpha", "Ready", timeout=120)
+        conditions = conditions_of(status)
+        assert conditions[own_conditions.AI_GATEWAY_ROUTE]["reason"] == "Accepted"
+        assert conditions[own_conditions.TOKEN_LIMIT]["reason"] == "Enforced"
+        assert await connection_secret(kube, namespace, "alpha") == secret

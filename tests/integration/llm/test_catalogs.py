@@ -17,7 +17,7 @@ from actors.interface import KubeObject
 from provider.kserve import build_provider
 from provider.model import kinds
 from provider.shared.catalog_actors import LoraCatalogActor
-from provider.topologies.llm import status as llm_status
+from provider.topologies.llm import own_conditions
 from tests.support.instance_status import conditions_of, wait_phase
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
@@ -95,14 +95,14 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
 
         # The gated model, and no HF token configured: said up front, not as a 401 in a pod log.
         status = await wait_phase(kube, namespace, "gated", "Ready")
-        access = conditions_of(status)[llm_status.MODEL_ACCESS]
+        access = conditions_of(status)[own_conditions.MODEL_ACCESS]
         assert (access["status"], access["reason"]) == ("False", "HuggingFaceTokenMissing")
         assert access["message"] == (
             f'Model "Llama 3.1 8B Instruct" ({GATED_URI}) is gated in the model catalog, but the provider chart '
             "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused"
         )
         # A public model carries no such condition.
-        assert llm_status.MODEL_ACCESS not in conditions_of(await wait_phase(kube, namespace, "plain", "Ready"))
+        assert own_conditions.MODEL_ACCESS not in conditions_of(await wait_phase(kube, namespace, "plain", "Ready"))
 
         # helm upgrade drops the adapter from the catalog.
         await wait_for(idle(manager))

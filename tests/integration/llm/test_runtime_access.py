@@ -19,7 +19,7 @@ from kservestack.kwok import NODE_IP
 from provider.kserve import build_provider
 from provider.model import kinds
 from provider.model.names import PROVIDER_NAME
-from provider.topologies.llm import status as llm_status
+from provider.topologies.llm import own_conditions
 from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
@@ -39,7 +39,7 @@ async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kser
             await kube.create(INSTANCES, llm_instance(name, ns, on_cluster=True, topology={"externalAccess": mode}))
 
         status = await wait_phase(kube, ns, "lb", "Ready", timeout=READY_TIMEOUT)
-        access = conditions_of(status)[llm_status.EXTERNAL_ACCESS]
+        access = conditions_of(status)[own_conditions.EXTERNAL_ACCESS]
         assert (access["status"], access["reason"]) == ("False", "LoadBalancerPending")
         assert (await connection_secret(kube, ns, "lb"))["uri"] == f"{workload_url('lb', ns)}:8000"
 
@@ -65,11 +65,11 @@ async def test_load_balancer_and_node_port_endpoints(kserve: KServeCluster, kser
             "port": str(node_port),
             "uri": f"http://{NODE_IP}:{node_port}",
         }
-        assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "Assigned"
+        assert conditions_of(status)[own_conditions.EXTERNAL_ACCESS]["reason"] == "Assigned"
 
 
 def _access(status: dict[str, Any]) -> tuple[str, str] | None:
-    access = conditions_of(status).get(llm_status.EXTERNAL_ACCESS)
+    access = conditions_of(status).get(own_conditions.EXTERNAL_ACCESS)
     return (access["status"], access["reason"]) if access else None
 
 
@@ -147,7 +147,7 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
         )
         # Ready by KServe's word with the in-cluster URL; the load balancer's address is still pending.
         status = await wait_phase(kube, namespace, name, "Ready", timeout=READY_TIMEOUT)
-        assert conditions_of(status)[llm_status.EXTERNAL_ACCESS]["reason"] == "LoadBalancerPending"
+        assert conditions_of(status)[own_conditions.EXTERNAL_ACCESS]["reason"] == "LoadBalancerPending"
 
         # LoadBalancer → NodePort: the same Service, retyped in place.
         await patch_parameters("topology", {"externalAccess": "NodePort"})
@@ -179,7 +179,7 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
             namespace,
             name,
             lambda s: s.get("phase") == "Ready"
-            and not {llm_status.EXTERNAL_ACCESS, llm_status.METRICS} & set(conditions_of(s)),
+            and not {own_conditions.EXTERNAL_ACCESS, own_conditions.METRICS} & set(conditions_of(s)),
             "Ready without external access and metrics conditions",
         )
         secret = await connection_secret(kube, namespace, name)

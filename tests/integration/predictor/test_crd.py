@@ -24,7 +24,7 @@ from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
-from provider.topologies.llm import status as llm_status
+from provider.topologies.llm import own_conditions
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.protocol import Catalogs
@@ -158,11 +158,11 @@ async def test_instance_deletion_garbage_collects_the_inference_service(kube: Ku
 
 
 LLM_ONLY_CONDITIONS = {
-    llm_status.HF_TOKEN,
-    llm_status.METRICS,
-    llm_status.EXTERNAL_ACCESS,
-    llm_status.AI_GATEWAY_ROUTE,
-    llm_status.TOKEN_LIMIT,
+    own_conditions.HF_TOKEN,
+    own_conditions.METRICS,
+    own_conditions.EXTERNAL_ACCESS,
+    own_conditions.AI_GATEWAY_ROUTE,
+    own_conditions.TOKEN_LIMIT,
 }
 
 

@@ -9,7 +9,8 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - a conflict on the finalizer patch: a failed pass that writes no status;
 - version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
   bad input, runs once in an hour of fake time; a Provider not known yet is retried with backoff;
-- a status the API server refuses (422): the minimal status is written instead.
+- a status the API server refuses (422): the minimal status is written instead;
+- what the provider's status() is told this pass wrote, and which phases `poll_not_ready` polls.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ import pytest
 
 from actors.apply.applier import Applier
 from actors.apply.write_ledger import WriteLedger
-from actors.cache.owned_index import OwnedIndex
+from actors.cache.owned_index import OwnedIndex, owned_ref
 from actors.client import ApiError, KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
-from actors.interface import KubeObject, Resource
+from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport
 from actors.manager.options import ManagerOptions
 from actors.observe.metrics import RuntimeMetrics
 from actors.queue.actor_system import Action, ActorSystem
@@ -52,12 +53,15 @@ class Runtime:
     kube: FakeKube = field(default_factory=FakeKube)
     providers: dict[str, KubeObject] = field(default_factory=dict)
     not_served: list[Resource] = field(default_factory=list)
+    provider: NullProvider = field(default_factory=lambda: PROVIDER)
+    poll_not_ready: float | None = None
     reconciler: InstanceReconciler = field(init=False)
+    index: OwnedIndex = field(init=False)
 
     def __post_init__(self) -> None:
         client = cast(KubeClient, self.kube)
         owned = [*PROVIDER.owned_resources(), SECRETS]
-        index = OwnedIndex()
+        index = self.index = OwnedIndex()
         applier = Applier(
             client,
             index,
@@ -70,11 +74,12 @@ class Runtime:
         )
         self.reconciler = InstanceReconciler(
             client=client,
-            provider=PROVIDER,
+            provider=self.provider,
             config=RuntimeConfig(
                 provider_name=PROVIDER.name,
                 field_manager=PROVIDER.name,
                 force_annotation=f"{PROVIDER.annotation_domain}/force-ownership",
+                poll_not_ready=self.poll_not_ready,
             ),
             instances=self.kube.view(INSTANCES),
             providers=self.providers,
@@ -302,3 +307,40 @@ async def test_a_status_the_api_server_refuses_is_replaced_by_the_minimal_one() 
         "message": " (the full status was rejected by the API server: 422 Invalid: "
         "status.conditions[0].reason: Invalid value)",
     }
+
+
+@dataclass
+class PhaseProvider(NullProvider):
+    """The null provider reporting `phase`, and remembering what each status() was told was written."""
+
+    phase: Phase = Phase.READY
+    written: list[frozenset[tuple[Resource, str]]] = field(default_factory=list)
+
+    async def status(self, ctx: ReconcileContext, valid: None) -> StatusReport:
+        self.written.append(ctx.written)
+        return StatusReport(self.phase, "")
+
+
+async def test_status_is_told_which_objects_the_pass_wrote() -> None:
+    provider = PhaseProvider()
+    runtime = Runtime(provider=provider)
+    runtime.instance()
+    await runtime.reconciler(KEY)
+    stored = runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm")
+    assert stored is not None
+    intent = f"{PROVIDER.annotation_domain}/applied-intent"
+    runtime.index.update(None, owned_ref(CONFIGMAPS, stored, intent_annotation=intent, max_bytes=1 << 20))  # the watch
+    await runtime.reconciler(KEY)  # nothing changed: nothing written
+    runtime.kube.put(INSTANCES, {**runtime.kube.stored(INSTANCES, NAMESPACE, "a"), "spec": {  # type: ignore[dict-item]
+        **null_instance("a", NAMESPACE)["spec"], "topology": {"type": "null", "parameters": {"size": 2}}}})  # fmt: skip
+    await runtime.reconciler(KEY)
+    assert provider.written == [frozenset({(CONFIGMAPS, "a-cm")}), frozenset(), frozenset({(CONFIGMAPS, "a-cm")})]
+
+
+@pytest.mark.parametrize(("phase", "runs"), [(Phase.SUSPENDED, 1), (Phase.READY, 1), (Phase.SUSPENDING, 12)])
+async def test_poll_not_ready_leaves_settled_phases_alone(phase: Phase, runs: int) -> None:
+    """Ready and Suspended are where an Instance stays; every other phase is looked at again."""
+    runtime = Runtime(provider=PhaseProvider(phase=phase), poll_not_ready=5.0)
+    runtime.instance(metadata=OURS)
+    times = await runs_over(runtime, 60.0, lambda n: n >= 1)
+    assert len(times) == runs, times

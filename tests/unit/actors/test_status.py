@@ -106,3 +106,30 @@ def test_the_writer_reads_the_component_fields_of_the_installed_crd() -> None:
     crd = yaml.safe_load(CRD.read_text())
     status = _status_schema(crd)
     assert _component_fields(status) == OLD_CORE_FIELDS
+def test_without_details_the_published_connection_stays_like_the_secret() -> None:
+    """A suspended Instance reports no details; the address it answers on when resumed stays on
+    status, as the `<instance>-conn` Secret does (the contract never deletes that)."""
+    connection = {"host": "h", "port": "8000", "url": "http://h:8000"}
+    published: dict[str, object] = {"phase": "Ready", "connection": connection}
+    status = compose_status(
+        _instance(published),
+        phase=Phase.SUSPENDED,
+        message="Suspended",
+        conditions=[],
+        complete=True,
+        connection_secret="i-conn",
+        status_connection_supported=True,
+    )
+    assert status["phase"] == "Suspended"
+    assert status["connection"] == connection
+    assert status["connectionSecretRef"] == {"name": "i-conn"}
+    cond = next(c for c in status["conditions"] if c["type"] == "ConnectionDetailsReady")
+    assert (cond["status"], cond["reason"]) == ("True", "Available")
+
+
+def test_phases_are_the_instance_crds_and_only_ready_and_suspended_are_settled() -> None:
+    crd = yaml.safe_load((crds_dir() / "openeverest" / "core.openeverest.io_instances.yaml").read_text())
+    (version,) = crd["spec"]["versions"]
+    phase = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["phase"]
+    assert [p.value for p in Phase] == phase["enum"]
+    assert {p for p in Phase if p.settled} == {Phase.READY, Phase.SUSPENDED}

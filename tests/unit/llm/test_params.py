@@ -116,7 +116,7 @@ def topology_schema() -> dict[str, Any]:
 def test_schema_uses_wire_names() -> None:
     assert list(engine_schema()["properties"]) == [
         "modelURI", "modelName", "tensorParallelSize", "pipelineParallelSize", "dataParallelSize",
-        "expertParallel", "gpuCount", "computeProfile", "kvCacheSpaceGi", "baseRefs", "config",
+        "expertParallel", "gpuCount", "computeProfile", "kvCacheSpaceGi", "kvCacheOffloading", "baseRefs", "config",
         "disableStorageInitializer", "lora", "loraDeployment", "loraSlot1", "loraSlot2", "loraSlot3",
     ]  # fmt: skip
     assert list(topology_schema()["properties"]) == [

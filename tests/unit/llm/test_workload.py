@@ -38,9 +38,8 @@ def test_model_name() -> None:
     assert llmisvc_spec({"modelName": "qwen"})["model"]["name"] == "qwen"
 
 
-def test_replicas_copied_including_zero() -> None:
+def test_replicas_copied() -> None:
     assert llmisvc_spec(component={"replicas": 3})["replicas"] == 3
-    assert llmisvc_spec(component={"replicas": 0})["replicas"] == 0
     assert "replicas" not in llmisvc_spec()
 
 

@@ -109,10 +109,9 @@ def test_runtime_version() -> None:
     ("parameters", "replicas", "expected"),
     [
         (params(minReplicas=2), None, 2),
-        (params(minReplicas=0), None, 0),  # scale-to-zero
+        (params(minReplicas=0), None, 0),  # passed on; KServe's HPA keeps at least one pod
         (params(minReplicas=0), 3, 0),  # minReplicas wins over replicas, even 0
         (params(), 3, 3),  # replicas is the fallback
-        (params(), 0, 0),
         (params(), None, None),  # omitted
     ],
 )

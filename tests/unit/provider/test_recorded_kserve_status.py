@@ -36,12 +36,18 @@ def fixture(name: str) -> tuple[KubeObject, KubeObject]:
     return data["instance"], data["kserve"]
 
 
-def report(name: str, kserve: KubeObject | None = None, phase: Phase | None = None) -> StatusReport:
+def report(
+    name: str, kserve: KubeObject | None = None, phase: Phase | None = None, replicas: int | None = None
+) -> StatusReport:
     """The mapping of fixture `name` (or of `kserve` in its place) for its Instance, whose current
-    phase is `phase`."""
+    phase is `phase` (and its serving component's replicas `replicas`, when given)."""
     instance, recorded = fixture(name)
     if phase is not None:
         instance = {**instance, "status": {"phase": phase.value}}
+    if replicas is not None:
+        instance = copy.deepcopy(instance)
+        (component,) = instance["spec"]["components"].values()
+        component["replicas"] = replicas
     obj = kserve or recorded
     topology: TopologyHandler[Any] = (
         LlmTopology(ProviderSettings()) if obj["kind"] == "LLMInferenceService" else PredictorTopology()
@@ -64,11 +70,13 @@ def test_every_scenario_is_recorded() -> None:
             "isvc-pending",
             "isvc-ready",
             "isvc-scaling",
+            "isvc-stopped",
             "isvc-unknown-runtime",
             "llmisvc-config-not-found",
             "llmisvc-gateway-routing",
             "llmisvc-pending",
             "llmisvc-ready",
+            "llmisvc-stopped",
         ]
     )
 
@@ -180,7 +188,7 @@ def test_llmisvc_ready_publishes_the_workload_service() -> None:
         assert condition(result, f"KServe{type_}").reason == type_
 
 
-def test_llmisvc_edited_spec_waits_for_kserve_unless_it_serves() -> None:
+def test_llmisvc_edited_spec_waits_for_kserve() -> None:
     _, recorded = fixture("llmisvc-ready")
     edited = copy.deepcopy(recorded)
     edited["metadata"]["generation"] += 1
@@ -188,16 +196,18 @@ def test_llmisvc_edited_spec_waits_for_kserve_unless_it_serves() -> None:
     for phase in (None, Phase.PROVISIONING):
         result = report("llmisvc-ready", edited, phase)
         assert (result.phase, result.message) == (Phase.PROVISIONING, waiting)
-    # A Ready Instance being edited (more replicas, other resources) serves on: still Ready.
-    result = report("llmisvc-ready", edited, Phase.READY)
-    assert (result.phase, result.message) == (Phase.READY, f"{waiting}; the previous generation serves")
-    assert result.connection is not None and result.connection.port == "8000"
-    # Not when KServe's last word was not Ready.
+    # A Ready (or Updating) Instance being edited is Updating while the previous generation serves.
+    for phase in (Phase.READY, Phase.UPDATING):
+        result = report("llmisvc-ready", edited, phase)
+        assert (result.phase, result.message) == (Phase.UPDATING, f"{waiting}; the previous generation serves")
+        assert result.connection is not None and result.connection.port == "8000"
+    # Updating too when KServe's last word was not Ready, with that word.
     _, pending = fixture("llmisvc-pending")
     edited = copy.deepcopy(pending)
     edited["metadata"]["generation"] += 1
     result = report("llmisvc-pending", edited, Phase.READY)
-    assert (result.phase, result.message) == (Phase.PROVISIONING, waiting)
+    assert (result.phase, result.message) == (Phase.UPDATING, f"{waiting} (it last said: {PENDING})")
+    assert result.connection is None
 
 
 def test_llmisvc_serving_through_a_failed_kserve_update_stays_ready() -> None:
@@ -252,3 +262,38 @@ def test_llmisvc_gateway_routing_without_a_gateway_says_so() -> None:
     assert result.message == "Managed HTTPRoute references non-existent Gateway kserve/kserve-ingress-gateway"
     assert condition(result, "KServeWorkloadsReady").status == "True"
     assert condition(result, "KServeHTTPRoutesReady").reason == "RefsInvalid"
+
+
+# -- stopped (replicas 0: KServe's stop annotation) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["isvc-stopped", "llmisvc-stopped"])
+def test_a_stopped_object_is_suspended_and_resuming_once_replicas_are_back(name: str) -> None:
+    _, recorded = fixture(name)
+    kind = recorded["kind"]
+    component = "predictor" if kind == "InferenceService" else "llmEngine"
+    for phase in (None, Phase.SUSPENDING, Phase.SUSPENDED):
+        result = report(name, phase=phase)
+        assert result.phase is Phase.SUSPENDED
+        assert result.message.startswith(f"{component} replicas is 0, so KServe stopped the {kind}")
+        assert result.connection is None
+    # The pass that takes the annotation off still sees what KServe wrote while stopped.
+    resumed = copy.deepcopy(recorded)
+    del resumed["metadata"]["annotations"]["serving.kserve.io/stop"]
+    result = report(name, resumed, Phase.SUSPENDED, replicas=1)
+    assert (result.phase, result.message) == (Phase.RESUMING, f"KServe still reports the {kind} stopped")
+
+
+def test_kserve_reports_a_stopped_inference_service_in_its_conditions() -> None:
+    result = report("isvc-stopped")
+    assert condition(result, "KServeStopped") == Condition("KServeStopped", "True", "Stopped")
+    assert condition(result, "KServePredictorReady").reason == "Stopped"
+
+
+def test_kserve_reports_a_stopped_llm_inference_service_on_every_part() -> None:
+    result = report("llmisvc-stopped")
+    for type_ in ("MainWorkloadReady", "WorkloadsReady", "Ready"):
+        assert (condition(result, f"KServe{type_}").status, condition(result, f"KServe{type_}").reason) == (
+            "False",
+            "Stopped",
+        )

@@ -165,6 +165,20 @@ def test_nothing_said_about_what_the_documents_state(tmp_path: Path, capsys: pyt
     assert "namespace" not in err and "uid" not in err
 
 
+def test_a_suspended_instance_shows_the_stop_annotation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = yaml.safe_load(instance_yaml(namespace="ns"))
+    doc["spec"]["components"]["llmEngine"]["replicas"] = 0
+    code, out, err = render(capsys, write(tmp_path, yaml.safe_dump(doc)), "--required-only")
+    assert code == 0
+    llmisvc = by_kind(out)["LLMInferenceService"]
+    assert llmisvc["metadata"]["annotations"]["serving.kserve.io/stop"] == "true"
+    assert "replicas" not in llmisvc["spec"]
+    assert (
+        'render: Instance "chat" is suspended (replicas 0): LLMInferenceService chat carries serving.kserve.io/stop, '
+        "and the controller leaves its replica count as the object stands"
+    ) in err.splitlines()
+
+
 def test_several_documents_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = write(tmp_path, instance_yaml("one") + "---\n" + instance_yaml("two"), "a.yaml")
     second = write(tmp_path, instance_yaml("three"), "b.yaml")

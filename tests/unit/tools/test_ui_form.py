@@ -202,6 +202,7 @@ def test_a_new_predictor_instance_renders() -> None:
 ENGINE = "spec.components.llmEngine.parameters."
 TOPOLOGY = "spec.topology.parameters."
 PREDICTOR = "spec.components.predictor.parameters."
+KV = f"{ENGINE}kvCacheOffloading."
 QWEN = {f"{ENGINE}modelURI": "hf://Qwen/Qwen2.5-0.5B-Instruct"}
 SKLEARN = {f"{PREDICTOR}modelFormat": "sklearn", f"{PREDICTOR}storageURI": "gs://b/m"}
 
@@ -220,6 +221,10 @@ SKLEARN = {f"{PREDICTOR}modelFormat": "sklearn", f"{PREDICTOR}storageURI": "gs:/
         ("llm", {f"{ENGINE}gpuCount": 0}, "gpuCount"),
         ("llm", {f"{TOPOLOGY}tokenLimitPerHour": 100}, "tokenLimitPerHour"),
         ("llm", {f"{ENGINE}modelName": "m" * 254}, "modelName"),
+        ("llm", {f"{KV}evictionPolicy": "arc"}, "evictionPolicy"),
+        ("llm", {f"{KV}fileSystem.volume": "emptyDir"}, "volume"),
+        ("llm", {f"{KV}cpu": 4, f"{KV}fileSystem.volume": "emptyDir", f"{KV}fileSystem.claimName": "kv"}, "claimName"),
+        ("llm", {f"{KV}cpu": 4, f"{KV}fileSystem.volume": "claim", f"{KV}fileSystem.size": 10}, "size"),
         ("predictor", {f"{PREDICTOR}minReplicas": 5, f"{PREDICTOR}maxReplicas": 2}, "maxReplicas"),
         ("predictor", {f"{PREDICTOR}modelFormat": "Bad Format!"}, "modelFormat"),
         ("predictor", {f"{PREDICTOR}runtime": "Not_DNS"}, "runtime"),
@@ -237,6 +242,21 @@ def test_the_replica_pair_allows_an_empty_zero_or_larger_maximum(maximum: Any) -
     fields = form("predictor")
     values = {**ui_form.load(fields), **SKLEARN, f"{PREDICTOR}minReplicas": 1, f"{PREDICTOR}maxReplicas": maximum}
     assert ui_form.problems(fields, values) == {}
+
+
+def test_kv_cache_offloading_left_empty_or_set_whole_passes_the_form_and_the_provider() -> None:
+    """The form posts "" for an untouched select or text: the tier rules must let that through."""
+    fields = form("llm")
+    untouched = {**ui_form.load(fields), **QWEN}
+    assert ui_form.problems(fields, untouched) == {}
+    tiers = {**QWEN, f"{KV}cpu": 4, f"{KV}fileSystem.volume": "emptyDir", f"{KV}fileSystem.size": 10}
+    tiers["spec.components.llmEngine.resources.limits.memory"] = 32
+    assert ui_form.problems(fields, {**ui_form.load(fields), **tiers}) == {}
+    (service,) = [o for o in render(new_body("llm", **tiers)) if o["kind"] == "LLMInferenceService"]
+    assert service["spec"]["kvCacheOffloading"] == {
+        "cpu": "4Gi",
+        "secondary": [{"fileSystem": {"emptyDir": {"size": "10Gi"}}}],
+    }
 
 
 def test_adapters_of_the_chosen_model_pass_the_form_and_the_provider() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from actors import KubeObject, Phase, Resource, StatusReport
+from actors import KubeObject, Resource, StatusReport
 from provider.model import kinds, names
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
@@ -20,6 +20,14 @@ from provider.topologies.llm.status import llm_status
 from provider.topologies.llm.validation import validate_llm
 from provider.topologies.llm.workload import llm_config, llm_inference_service
 from provider.topologies.protocol import Catalogs, Live, Observed, Release, StatusInputs, nothing_live
+from provider.topologies.suspension import kept_count
+
+
+def _kept_replicas(inputs: LlmInputs, live: Live) -> int | None:
+    """While suspended, the replicas the LLMInferenceService stands with: only the stop annotation changes."""
+    if not inputs.suspended:
+        return None
+    return kept_count(live(kinds.LLM_INFERENCE_SERVICE, inputs.name), "spec", "replicas")
 
 
 class LlmTopology:
@@ -58,7 +66,7 @@ class LlmTopology:
         wanted: list[KubeObject | None] = [
             model_puller(inputs, self.settings),
             llm_config(inputs),
-            llm_inference_service(inputs, self.settings),
+            llm_inference_service(inputs, self.settings, _kept_replicas(inputs, live)),
             pod_monitor(inputs, self.settings),
             external_service(inputs),
             *gateway_objects(inputs, self.settings),
@@ -74,8 +82,9 @@ class LlmTopology:
         return desired
 
     def status(self, instance: Instance, inputs: LlmInputs, observed: Observed, context: StatusInputs) -> StatusReport:
-        was_ready = instance.status.get("phase") == Phase.READY.value
-        return llm_status(inputs, self.settings, observed, context, was_ready=was_ready)
+        previous = instance.status.get("phase")
+        known = previous if isinstance(previous, str) else None
+        return llm_status(inputs, self.settings, observed, context, previous=known)
 
     def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
         """The Instance's config, when KServe's finalizer holds it after every service let it go:

@@ -31,7 +31,7 @@ class LlmInputs:
     namespace: str
     engine: LlmEngineParameters
     topology: LlmTopologyParameters
-    # Component `replicas` (0 allowed), None when unset.
+    # Component `replicas`, None when unset; 0 suspends the Instance.
     replicas: int | None = None
     # `main` container resources, limits mirrored into requests; {} when unset.
     resources: dict[str, Any] | None = None
@@ -45,6 +45,11 @@ class LlmInputs:
     version_bundle: str | None = None
     component_version: str | None = None
     adapters: tuple[Adapter, ...] = ()
+
+    @property
+    def suspended(self) -> bool:
+        """replicas 0: the user's gesture to stop the model (provider.topologies.suspension)."""
+        return self.replicas == 0
 
     @property
     def served_model_name(self) -> str:

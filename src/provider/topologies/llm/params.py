@@ -27,6 +27,7 @@ from pydantic import (
 from provider.rules.fields import unprintable
 from provider.rules.quote import quote
 from provider.topologies.llm.config import ConfigError, parse_config
+from provider.topologies.llm.kv_offloading import KvCacheOffloading
 from provider.topologies.llm.param_base import (
     ENGINE_PREFIX,
     INT32_MAX,
@@ -164,6 +165,11 @@ class LlmEngineParameters(StrictParams):
         le=INT32_MAX,
         description="KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE); cpu profile only, vLLM sizes it "
         "from free memory when unset. Values below 1 are raised to 1.",
+    )
+    kv_cache_offloading: KvCacheOffloading | None = Field(
+        default=None,
+        alias="kvCacheOffloading",
+        description="KV-cache offloading to CPU RAM and a disk tier (KServe's spec.kvCacheOffloading, vLLM 0.22+).",
     )
     base_refs: list[Annotated[str, Field(min_length=1, max_length=253, pattern=OBJECT_NAME_PATTERN)]] = Field(
         default_factory=list,

@@ -1,16 +1,23 @@
 """Map the observed LLMInferenceService (and friends) onto the Instance status.
 
-Phases (contract.md §1.3, kserve-behavior §4.1, going beyond the Go provider where it misled):
+The phase follows provider.topologies.lifecycle (the same rules for both topologies: Suspending,
+Suspended, Resuming, Updating, Failed, Ready, Provisioning, in that order); this module maps what
+KServe's status says of the spec it last reconciled (contract.md §1.3, kserve-behavior §4.1, going
+beyond the Go provider where it misled), and says when KServe has not reconciled the current spec
+yet (status.observedGeneration behind metadata.generation, or absent after an edit):
 
+- `llmEngine.replicas` 0 (the LLMInferenceService carries `serving.kserve.io/stop`) → Suspending
+  until KServe reports `MainWorkloadReady=False` with reason Stopped, then Suspended; the route,
+  quota and external Service it keeps say so in their conditions (own_conditions);
+- replicas back above 0 → Resuming until KServe's `Ready=True` for the current spec, then Ready;
+- a Ready Instance whose spec changes → Updating from the pass that applies the new generation until
+  KServe reports that generation observed and Ready, then Ready; Failed when KServe cannot combine
+  the new configuration, and Updating with KServe's words while its Ready stays not True;
 - no LLMInferenceService yet → Provisioning `Waiting for LLMInferenceService`;
-- KServe has not yet looked at the current spec (status.observedGeneration behind) → Provisioning,
-  so a Ready from before an edit is not reported for the edited spec; except for an Instance that
-  is Ready and whose previous generation still serves: an edit (more replicas, other resources)
-  does not take a serving model out of Ready, the message says KServe has yet to reconcile it.
-  Without any observedGeneration after an edit, nothing says which spec KServe's status describes:
-  Provisioning, whatever it says;
-- a Ready Instance whose workload still has ready replicas while KServe's Ready is not True (a
-  rollout, KServe retrying an update of its Deployment that lost a conflict: seen with 0.20) →
+- KServe has not yet looked at the current spec of an Instance that was not Ready → Provisioning, so
+  a Ready from before an edit is not reported for the edited spec;
+- a Ready Instance, without a change, whose workload still has ready replicas while KServe's Ready
+  is not True (KServe retrying an update of its Deployment that lost a conflict: seen with 0.20) →
   stays Ready, the message giving KServe's words. The first Ready is always KServe's;
 - KServe cannot combine the configuration (PresetsCombined or Ready False with ConfigNotFound,
   CombineBaseError or InvalidRenderedConfig: a missing preset or baseRef, a config the API server
@@ -32,8 +39,8 @@ KServe's Ready is False.
 
 Every KServe condition is passed through with a `KServe` prefix (`KServeReady`,
 `KServeWorkloadsReady`, …) carrying KServe's reason and message; the provider adds its own
-conditions for what it decided (token, metrics, external access, gateway route, token quota, a KV
-cache raised to its minimum).
+conditions for what it decided (provider.topologies.llm.own_conditions; external access and the
+gateway route here).
 """
 
 from __future__ import annotations
@@ -47,12 +54,18 @@ from provider.model import kinds, names
 from provider.model.settings import ProviderSettings
 from provider.topologies import kserve_conditions
 from provider.topologies.kserve_conditions import passthrough_conditions
+from provider.topologies.lifecycle import KServeState, lifecycle, suspension
 from provider.topologies.llm import connection_details
-from provider.topologies.llm.gateway import route_state, token_limit_enforced
-from provider.topologies.llm.inputs import LlmInputs
-from provider.topologies.llm.monitoring import metrics_wanted
-from provider.topologies.llm.serviceaccount import hf_token_attached, hf_token_blocked
+from provider.topologies.llm.gateway import route_state
+from provider.topologies.llm.inputs import COMPONENT, LlmInputs
+from provider.topologies.llm.own_conditions import (
+    AI_GATEWAY_ROUTE,
+    EXTERNAL_ACCESS,
+    provider_conditions,
+    suspended_conditions,
+)
 from provider.topologies.protocol import Observed, StatusInputs
+from provider.topologies.suspension import llmisvc_stopped, stop_requested
 from provider.topologies.urls import url_details
 
 # No status poll: the LLMInferenceService and the other derived objects are watched, so KServe's
@@ -68,14 +81,6 @@ CONFIG_FAILURES: Final = frozenset({"ConfigNotFound", "CombineBaseError", "Inval
 _ROUTER_ROLLUPS: Final = frozenset({"Ready", "RouterReady"})
 _NOT_IN_READY: Final = frozenset({"GroupReady", "GroupDegraded"})
 
-# Provider conditions.
-HF_TOKEN: Final = "HuggingFaceToken"
-METRICS: Final = "Metrics"
-EXTERNAL_ACCESS: Final = "ExternalAccessReady"
-AI_GATEWAY_ROUTE: Final = "AIGatewayRoute"
-TOKEN_LIMIT: Final = "TokenLimit"
-MODEL_ACCESS: Final = "ModelAccess"
-KV_CACHE_SPACE: Final = "KVCacheSpace"
 
 
 def _ready_message(llmisvc: KubeObject) -> str:
@@ -110,107 +115,6 @@ def only_waiting_for_gateway(llmisvc: KubeObject) -> bool:
     ]
     waiting = [c for c in blocking if c.get("reason") == WAITING_FOR_GATEWAY]
     return bool(waiting) and all(c["type"] in _ROUTER_ROLLUPS or c in waiting for c in blocking)
-
-
-# -- provider conditions ----------------------------------------------------------------------
-
-
-def provider_conditions(inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs) -> list[Condition]:
-    """The conditions this provider adds beside KServe's: one per concern that applies."""
-    found = (
-        _hf_token_condition(inputs, settings),
-        _model_access_condition(inputs, settings, status_inputs),
-        _kv_cache_condition(inputs),
-        _metrics_condition(inputs, settings, status_inputs),
-        _token_limit_condition(inputs, settings),
-    )
-    return [c for c in found if c is not None]
-
-
-def _hf_token_condition(inputs: LlmInputs, settings: ProviderSettings) -> Condition | None:
-    if hf_token_attached(inputs, settings):
-        return Condition(
-            HF_TOKEN,
-            "True",
-            "Attached",
-            f"The model pods run as ServiceAccount {names.model_puller_name(inputs.name)}, which carries "
-            f'Secret "{settings.hf_token_secret_name}"',
-        )
-    if hf_token_blocked(inputs, settings):
-        return Condition(
-            HF_TOKEN,
-            "False",
-            "GatewayRoutingOwnsServiceAccount",
-            f'The Hugging Face token Secret "{settings.hf_token_secret_name}" is not attached: with '
-            "enableGatewayRouting KServe runs the model pods under a ServiceAccount it manages, so gated "
-            "models cannot be downloaded. Use a public model, or turn enableGatewayRouting off.",
-        )
-    return None
-
-
-def _model_access_condition(
-    inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs
-) -> Condition | None:
-    gated = next((m for m in status_inputs.catalogs.models if m.gated and m.uri == inputs.engine.model_uri), None)
-    if gated is None or settings.hf_token_secret_name:
-        return None
-    # Without this the first sign of trouble is a 401 deep in the storage-initializer's log.
-    return Condition(
-        MODEL_ACCESS,
-        "False",
-        "HuggingFaceTokenMissing",
-        f'Model "{gated.label}" ({gated.uri}) is gated in the model catalog, but the provider chart '
-        "configures no Hugging Face token Secret (hfToken.secretName): its download will be refused",
-    )
-
-
-def _kv_cache_condition(inputs: LlmInputs) -> Condition | None:
-    requested, used = inputs.engine.kv_cache_space_gi, inputs.engine.kv_cache_space
-    if used is None or requested == used:
-        return None
-    # A warning, not a failure: the Go provider served with the raised value, and so do we.
-    return Condition(
-        KV_CACHE_SPACE,
-        "False",
-        "RaisedToMinimum",
-        f"llmEngine.parameters.kvCacheSpaceGi is {requested}; vLLM runs with {used} GiB "
-        f"(VLLM_CPU_KVCACHE_SPACE={used}). Set it to {used} or more, or leave it unset to size "
-        "the cache from free memory.",
-    )
-
-
-def _metrics_condition(inputs: LlmInputs, settings: ProviderSettings, status_inputs: StatusInputs) -> Condition | None:
-    if not metrics_wanted(inputs, settings):
-        return None
-    if kinds.POD_MONITOR in status_inputs.missing:
-        return Condition(
-            METRICS,
-            "False",
-            "PrometheusOperatorNotInstalled",
-            f"PodMonitor {names.metrics_name(inputs.name)} is skipped: the cluster does not serve "
-            "podmonitors.monitoring.coreos.com. It is created once the Prometheus Operator is installed.",
-        )
-    return Condition(METRICS, "True", "PodMonitorCreated", f"PodMonitor {names.metrics_name(inputs.name)}")
-
-
-def _token_limit_condition(inputs: LlmInputs, settings: ProviderSettings) -> Condition | None:
-    if not inputs.uses_ai_gateway or inputs.topology.token_limit_per_hour is None:
-        return None
-    if token_limit_enforced(inputs, settings):
-        return Condition(
-            TOKEN_LIMIT,
-            "True",
-            "Enforced",
-            f"{inputs.topology.token_limit_per_hour} tokens per user and hour for each served model "
-            f"(BackendTrafficPolicy {names.token_limit_name(inputs.name)})",
-        )
-    return Condition(
-        TOKEN_LIMIT,
-        "False",
-        "RateLimitBackendNotConfigured",
-        "tokenLimitPerHour is not enforced: the provider chart configures no rate-limit Redis for "
-        "Envoy Gateway (envoy-gateway.config.envoyGateway.rateLimit.backend.redis.url)",
-    )
 
 
 # -- phases -----------------------------------------------------------------------------------
@@ -283,15 +187,25 @@ def _external_status(
     return _report(Phase.READY, "", conditions, in_cluster)
 
 
+def kserve_state(llmisvc: KubeObject) -> KServeState:
+    kind = kinds.LLM_INFERENCE_SERVICE.kind
+    return KServeState(
+        kind=kind,
+        stop_requested=stop_requested(llmisvc),
+        stopped=llmisvc_stopped(llmisvc),
+        stale=kserve_conditions.stale_generation(llmisvc, kind),
+    )
+
+
 def llm_status(
     inputs: LlmInputs,
     settings: ProviderSettings,
     observed: Observed,
     status_inputs: StatusInputs,
     *,
-    was_ready: bool = False,
+    previous: str | None = None,
 ) -> StatusReport:
-    """`was_ready`: the Instance's current phase is Ready."""
+    """`previous`: the Instance's phase before this pass."""
     own = provider_conditions(inputs, settings, status_inputs)
     if kinds.LLM_INFERENCE_SERVICE in status_inputs.missing:
         message = (
@@ -301,14 +215,21 @@ def llm_status(
         )
         return _report(Phase.FAILED, message, own)
     llmisvc = observed.get((kinds.LLM_INFERENCE_SERVICE, inputs.name))
+    if inputs.suspended:
+        own = suspended_conditions(inputs, settings, own)
+        kind = kinds.LLM_INFERENCE_SERVICE.kind
+        if llmisvc is None:
+            return suspension(None, own, kind=kind, component=COMPONENT)
+        ready = kserve_conditions.condition(llmisvc, "Ready") or {}
+        progress = "" if kserve_conditions.is_true(ready) else _ready_message(llmisvc)
+        conditions = [*passthrough_conditions(llmisvc), *own]
+        return suspension(kserve_state(llmisvc), conditions, kind=kind, component=COMPONENT, progress=progress)
     if llmisvc is None:
         return _report(Phase.PROVISIONING, WAITING_LLMISVC, own)
     conditions = [*passthrough_conditions(llmisvc), *own]
-
+    was_ready = previous == Phase.READY.value
     report = _observed_status(inputs, llmisvc, observed, status_inputs, conditions, was_ready=was_ready)
-    return kserve_conditions.through_reconcile(
-        llmisvc, "LLMInferenceService", report, conditions, was_ready=was_ready
-    )
+    return lifecycle(report, previous, kserve_state(llmisvc))
 
 
 def serving_while_reconciling(llmisvc: KubeObject) -> str | None:

@@ -9,7 +9,8 @@ Order and texts follow the Go provider (kserve-behavior §1.5) where it had the 
    `invalid llmEngine.parameters.config: <why>`, `llmEngine.parameters.lora.maxRank must be at
    least 1`, `llmEngine.parameters.loraDeployment must be "disabled" or "enabled"`, …
 4. `llmEngine replicas must not be negative`, then the component `resources` (quantities, gpuCount
-   agreeing with them, and at least as many nvidia.com/gpu as the parallelism needs)
+   agreeing with them, and at least as many nvidia.com/gpu as the parallelism needs), then the
+   KV-cache offloading tiers within them (provider.topologies.llm.kv_offloading)
 5. `llmEngine.service.serviceType must be one of ClusterIP, LoadBalancer or NodePort`, then the
    source ranges
 6. the topology parameters model: `externalAccess must be one of ClusterIP, LoadBalancer, NodePort
@@ -57,6 +58,7 @@ from provider.topologies.llm.adapters import resolve_adapters
 from provider.topologies.llm.config import pod_metadata, pod_specs
 from provider.topologies.llm.gateway import route_problem
 from provider.topologies.llm.inputs import COMPONENT, LlmInputs
+from provider.topologies.llm.kv_offloading import check_against_resources
 from provider.topologies.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, messages_of
 from provider.topologies.llm.params import LlmEngineParameters
 from provider.topologies.llm.source_ranges import normalized_source_ranges
@@ -240,6 +242,7 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
         if engine is not None:
             resources = _with_gpu_count(engine, resources)
             _check_gpus(engine, resources)
+            check_against_resources(engine.kv_cache_offloading, resources)
     service_type, annotations, source_ranges = "ClusterIP", dict[str, str](), tuple[str, ...]()
     with problems.collect():
         service_type, annotations, source_ranges = _read_service(component.service)

@@ -11,6 +11,10 @@ parallelism, resources, …) wins over any config, and the order of baseRefs dec
 4. the user's `baseRefs`, in order;
 5. `<instance>-config`, the inline config, last.
 
+`llmEngine.replicas: 0` suspends the Instance: KServe's stop annotation, and the replica count the
+object stands with (provider.topologies.suspension). `kvCacheOffloading` goes to the main pods and,
+with prefill/decode disaggregation, to the prefill pods (provider.topologies.llm.kv_offloading).
+
 Ownership metadata is left out: the runtime stamps it (actors.contract.stamp).
 """
 
@@ -23,6 +27,7 @@ from provider.model import kinds, names
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.inputs import COMPONENT, LlmInputs
 from provider.topologies.llm.serviceaccount import hf_token_attached
+from provider.topologies.suspension import with_stop
 
 MAIN_CONTAINER: Final = "main"
 
@@ -145,7 +150,15 @@ def prefill(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | N
     template = pod_template(inputs, settings)
     if template is not None:
         out["template"] = template
+    if (offloading := kv_cache_offloading(inputs)) is not None:
+        out["kvCacheOffloading"] = offloading
     return out
+
+
+def kv_cache_offloading(inputs: LlmInputs) -> dict[str, Any] | None:
+    """KServe's KVCacheOffloadingSpec, for the main pods and (same engine, same limits) the prefill pods."""
+    offloading = inputs.engine.kv_cache_offloading
+    return offloading.spec() if offloading is not None else None
 
 
 def tracing(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | None:
@@ -156,11 +169,16 @@ def tracing(inputs: LlmInputs, settings: ProviderSettings) -> dict[str, Any] | N
     return {"exporterEndpoint": endpoint} if endpoint else {}
 
 
-def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> KubeObject:
+def llm_inference_service(
+    inputs: LlmInputs, settings: ProviderSettings, kept_replicas: int | None = None
+) -> KubeObject:
+    """`kept_replicas`: the count the object stands with, which a suspension leaves as it is (it
+    stops the service with KServe's stop annotation, never with zero replicas)."""
     engine = inputs.engine
     spec: dict[str, Any] = {"model": model(inputs)}
-    if inputs.replicas is not None:
-        spec["replicas"] = inputs.replicas
+    replicas = kept_replicas if inputs.suspended else inputs.replicas
+    if replicas is not None:
+        spec["replicas"] = replicas
     if (par := parallelism(inputs)) is not None:
         spec["parallelism"] = par
     spec["labels"] = pod_labels(inputs)
@@ -170,6 +188,8 @@ def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> Kube
         spec["baseRefs"] = [{"name": ref} for ref in refs]
     if engine.disable_storage_initializer is not None:
         spec["storageInitializer"] = {"enabled": not engine.disable_storage_initializer}
+    if (offloading := kv_cache_offloading(inputs)) is not None:
+        spec["kvCacheOffloading"] = offloading
     if (pre := prefill(inputs, settings)) is not None:
         spec["prefill"] = pre
     if (trace := tracing(inputs, settings)) is not None:
@@ -183,7 +203,7 @@ def llm_inference_service(inputs: LlmInputs, settings: ProviderSettings) -> Kube
     return {
         "apiVersion": kinds.LLM_INFERENCE_SERVICE.api_version,
         "kind": kinds.LLM_INFERENCE_SERVICE.kind,
-        "metadata": metadata,
+        "metadata": with_stop(metadata, inputs.suspended),
         "spec": spec,
     }
 

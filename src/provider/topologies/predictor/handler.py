@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors import KubeObject, Phase, Resource, StatusReport
+from actors import KubeObject, Resource, StatusReport
 from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.settings import ProviderSettings
@@ -13,6 +13,7 @@ from provider.topologies.predictor.status import predictor_status
 from provider.topologies.predictor.translate import inference_service
 from provider.topologies.predictor.validation import COMPONENT, PredictorInputs, validate_predictor
 from provider.topologies.protocol import Catalogs, Live, Observed, Release, StatusInputs, nothing_live
+from provider.topologies.suspension import kept_count
 
 
 class PredictorTopology:
@@ -42,13 +43,20 @@ class PredictorTopology:
     def desired(
         self, instance: Instance, inputs: PredictorInputs, available: frozenset[Resource], live: Live = nothing_live
     ) -> list[KubeObject]:
-        return [inference_service(instance, inputs)]
+        kept = kept_count(live(INFERENCE_SERVICE, instance.metadata.name), "spec", "predictor", "minReplicas")
+        return [inference_service(instance, inputs, kept_min_replicas=kept if inputs.suspended else None)]
 
     def status(
         self, instance: Instance, inputs: PredictorInputs, observed: Observed, context: StatusInputs
     ) -> StatusReport:
-        isvc = observed.get((INFERENCE_SERVICE, instance.metadata.name))
-        return predictor_status(isvc, was_ready=instance.status.get("phase") == Phase.READY.value)
+        key = (INFERENCE_SERVICE, instance.metadata.name)
+        previous = instance.status.get("phase")
+        return predictor_status(
+            observed.get(key),
+            previous=previous if isinstance(previous, str) else None,
+            changed=key in context.written,
+            suspended=inputs.suspended,
+        )
 
     def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
         return ()  # KServe holds nothing of a predictor past its deletion

@@ -103,7 +103,8 @@ class PredictorParameters(BaseModel):
         alias="minReplicas",
         ge=0,
         le=2**31 - 1,
-        description="Minimum replicas; 0 enables scale-to-zero. Overrides the component's replicas.",
+        description="Minimum replicas for KServe's autoscaler (its Standard mode keeps at least 1 running). "
+        "Overrides the component's replicas while the Instance serves; replicas 0 suspends it.",
     )
     max_replicas: int | None = Field(
         default=None,

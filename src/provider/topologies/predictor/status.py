@@ -1,18 +1,36 @@
 """Map the observed InferenceService onto the Instance status (phase, message, conditions, details).
 
-Phases:
+The phase follows provider.topologies.lifecycle (the same rules for both topologies: Suspending,
+Suspended, Resuming, Updating, Failed, Ready, Provisioning, in that order); this module maps what
+KServe's status says:
+
+- `predictor.replicas` 0 (the InferenceService carries `serving.kserve.io/stop`) → Suspending until
+  KServe reports `Stopped=True` (it then deletes the Deployment, Service and HPA and clears the
+  rest of its status), then Suspended;
+- replicas back above 0 → Resuming until KServe's `Ready=True`, then Ready;
+- a Ready Instance whose InferenceService this pass changed → Updating, until KServe reports Ready
+  with the predictor Deployment's rollout complete (`PredictorReady` with reason
+  NewReplicaSetAvailable; while it replaces pods its reason is the Deployment's
+  MinimumReplicasAvailable), then Ready; Failed when KServe says the new spec cannot be served.
+  KServe 0.20 copies the predictor Deployment's observedGeneration into the InferenceService's
+  status.observedGeneration, so that number says nothing of the InferenceService's own generation
+  (a change of maxReplicas alone never moves it): the provider goes by what it applied in this
+  pass, and looks again after a few seconds (KServe writes no status for a change its status does
+  not show). For the same reason a status KServe writes right after the change, before the
+  Deployment controller has started the new rollout, still says the old one completed: Updating
+  then ends early (tens of milliseconds in the kwok stack) while the pods turn over, as an
+  LLMInferenceService's Ready stays True through its rollout;
 - no InferenceService yet → Provisioning `Waiting for InferenceService`;
-- KServe has not yet looked at the current spec (status.observedGeneration behind, or absent after
-  an edit) → Provisioning, so a Ready from before an edit is not reported for the edited spec;
 - KServe `Ready=True` → Ready, with connection details from the cluster-internal address;
 - KServe cannot serve the spec at all (no ServingRuntime for the format, unknown or disabled
   runtime, model failed to load) → Failed with a message that says what to do. The Go provider
-  showed these as Provisioning forever (kserve-behavior §10.7); users need to see them;
-- a Ready Instance whose model still serves while KServe's Ready drops because the Deployment
-  scales up (the HPA raising replicas to a new minReplicas: with 25 % maxUnavailable rounding down
-  to 0, Kubernetes reports MinimumReplicasUnavailable until the new pod is ready, and KServe turns
-  Ready False) → stays Ready, the message saying it scales. Only an Instance that was Ready: the
-  first Ready is KServe's;
+  showed these as Provisioning forever (kserve-behavior §10.7); users need to see them. Right after
+  a change, such a failure is about the spec before it: Provisioning until KServe has looked;
+- a Ready Instance, without a change, whose model still serves while KServe's Ready drops because
+  the Deployment scales up (the HPA raising replicas: with 25 % maxUnavailable rounding down to 0,
+  Kubernetes reports MinimumReplicasUnavailable until the new pod is ready, and KServe turns Ready
+  False) → stays Ready, the message saying it scales. Only an Instance that was Ready: the first
+  Ready is KServe's;
 - anything else → Provisioning with KServe's own words: the first component condition that is not
   True (PredictorReady says "Deployment does not have minimum availability." while the pods are
   pending, where Ready only says "Predictor ingress not created"), else Ready's.
@@ -23,8 +41,7 @@ one. `lastFailureInfo` is kept after recovery, so it only counts while the trans
 says the spec is invalid or the load is blocked, and `Ready=True` always wins.
 
 Every KServe condition is passed through with a `KServe` prefix (`KServeReady`,
-`KServePredictorReady`, …) so `kubectl describe instance` shows KServe's own reasons. Until Ready
-the report asks to be polled again: KServe status changes do not always produce an event for us.
+`KServePredictorReady`, …) so `kubectl describe instance` shows KServe's own reasons.
 """
 
 from __future__ import annotations
@@ -32,15 +49,22 @@ from __future__ import annotations
 from typing import Any, Final
 
 from actors import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
-from provider.topologies.kserve_conditions import passthrough_conditions, through_reconcile
+from provider.model.kinds import INFERENCE_SERVICE
+from provider.topologies.kserve_conditions import passthrough_conditions
+from provider.topologies.lifecycle import KServeState, lifecycle, suspension
+from provider.topologies.predictor.validation import COMPONENT
+from provider.topologies.suspension import isvc_stopped, stop_requested
 
 # Shared with the llm topology, so both topologies publish details and KServe conditions alike.
 from provider.topologies.urls import url_details
 
 # No status poll: the InferenceService is watched, so KServe's progress arrives as events (the
-# manager's periodic resync is the safety net).
+# manager's periodic resync is the safety net); only right after a change the lifecycle looks again
+# (provider.topologies.lifecycle.CHANGE_POLL).
 
 WAITING_MESSAGE: Final = "Waiting for InferenceService"
+# PredictorReady's reason once the Deployment's newest ReplicaSet has all its pods available.
+ROLLED_OUT: Final = "NewReplicaSetAvailable"
 CREATING_MESSAGE: Final = "InferenceService is being created"
 
 # KServe FailureReason values (v1beta1 FailureInfo.reason) that waiting alone does not fix.
@@ -147,16 +171,45 @@ def serving_while_scaling(isvc: KubeObject) -> str | None:
     )
 
 
-def predictor_status(isvc: KubeObject | None, *, was_ready: bool = False) -> StatusReport:
-    """`was_ready`: the Instance's current phase is Ready (a scale-up or an edit does not take it
-    back while the previous generation serves)."""
+def rolling(isvc: KubeObject) -> str | None:
+    """KServe's words while the predictor Deployment replaces its pods (PredictorReady True with the
+    Deployment's Available reason, not NewReplicaSetAvailable), else None."""
+    predictor = _condition(isvc, "PredictorReady") or {}
+    reason = predictor.get("reason")
+    if predictor.get("status") != "True" or not reason or reason == ROLLED_OUT:
+        return None
+    detail = f"{reason}: {predictor['message']}" if predictor.get("message") else str(reason)
+    return f"the predictor Deployment still replaces its pods ({detail})"
+
+
+def kserve_state(isvc: KubeObject, *, changed: bool) -> KServeState:
+    return KServeState(
+        kind=INFERENCE_SERVICE.kind,
+        stop_requested=stop_requested(isvc),
+        stopped=isvc_stopped(isvc),
+        rolling=rolling(isvc),
+        changed=changed,
+    )
+
+
+def predictor_status(
+    isvc: KubeObject | None, *, previous: str | None = None, changed: bool = False, suspended: bool = False
+) -> StatusReport:
+    """`previous`: the Instance's phase before this pass; `changed`: this pass applied a changed
+    InferenceService; `suspended`: the Instance asks to be suspended (replicas 0)."""
+    if suspended:
+        if isvc is None:
+            return suspension(None, (), kind=INFERENCE_SERVICE.kind, component=COMPONENT)
+        ready = _condition(isvc, "Ready") or {}
+        progress = "" if ready.get("status") == "True" else _progress_message(isvc)
+        state = kserve_state(isvc, changed=changed)
+        conditions = passthrough_conditions(isvc)
+        return suspension(state, conditions, kind=INFERENCE_SERVICE.kind, component=COMPONENT, progress=progress)
     if isvc is None:
         return StatusReport(Phase.PROVISIONING, WAITING_MESSAGE)
     conditions = passthrough_conditions(isvc)
-    report = _observed_status(isvc, conditions, was_ready)
-    return through_reconcile(
-        isvc, "InferenceService", report, conditions, was_ready=was_ready
-    )
+    report = _observed_status(isvc, conditions, was_ready=previous == Phase.READY.value)
+    return lifecycle(report, previous, kserve_state(isvc, changed=changed))
 
 
 def _observed_status(isvc: KubeObject, conditions: list[Condition], was_ready: bool) -> StatusReport:

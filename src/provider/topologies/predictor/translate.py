@@ -1,5 +1,8 @@
 """Pure translation: a validated `predictor` Instance → one InferenceService (v1beta1, Standard).
 
+`replicas: 0` on the component suspends it: KServe's stop annotation, the rest of the object as it
+stands (provider.topologies.suspension).
+
 Ownership metadata (our labels, the controller ownerReference, the namespace) is left out: the
 runtime stamps it (`actors.contract.stamp`) before the server-side apply.
 """
@@ -12,6 +15,7 @@ from actors import KubeObject
 from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor.validation import COMPONENT, PredictorInputs
+from provider.topologies.suspension import with_stop
 
 # Standard (formerly RawDeployment): a plain Deployment + Service + HPA, no Knative. Set
 # explicitly because KServe's own default (inferenceservice-config) may be Knative, and KServe
@@ -26,7 +30,9 @@ LABEL_INSTANCE: Final = "core.openeverest.io/instance"
 LABEL_COMPONENT: Final = "core.openeverest.io/component"
 
 
-def inference_service(instance: Instance, inputs: PredictorInputs) -> KubeObject:
+def inference_service(instance: Instance, inputs: PredictorInputs, kept_min_replicas: int | None = None) -> KubeObject:
+    """`kept_min_replicas`: the minReplicas the object stands with, which a suspension leaves as it
+    is (it stops the model with KServe's stop annotation, never with zero replicas)."""
     name = instance.metadata.name
     params = inputs.params
 
@@ -44,8 +50,11 @@ def inference_service(instance: Instance, inputs: PredictorInputs) -> KubeObject
     predictor: dict[str, Any] = {
         "labels": {LABEL_INSTANCE: name, LABEL_COMPONENT: COMPONENT},
     }
-    if inputs.min_replicas is not None:
-        predictor["minReplicas"] = inputs.min_replicas
+    min_replicas = inputs.min_replicas
+    if inputs.suspended and inputs.params.min_replicas is None:
+        min_replicas = kept_min_replicas
+    if min_replicas is not None:
+        predictor["minReplicas"] = min_replicas
     if inputs.max_replicas is not None:
         predictor["maxReplicas"] = inputs.max_replicas
     predictor["model"] = model
@@ -53,9 +62,8 @@ def inference_service(instance: Instance, inputs: PredictorInputs) -> KubeObject
     return {
         "apiVersion": INFERENCE_SERVICE.api_version,
         "kind": INFERENCE_SERVICE.kind,
-        "metadata": {
-            "name": name,
-            "annotations": {DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE},
-        },
+        "metadata": with_stop(
+            {"name": name, "annotations": {DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE}}, inputs.suspended
+        ),
         "spec": {"predictor": predictor},
     }

@@ -56,10 +56,15 @@ class PredictorInputs:
     """Everything translation needs, already validated."""
 
     params: PredictorParameters
-    # Component `replicas`; a fallback for minReplicas.
+    # Component `replicas`; a fallback for minReplicas. 0 suspends the Instance.
     replicas: int | None
     # Model container resources, limits mirrored into requests; {} when unset.
     resources: dict[str, Any]
+
+    @property
+    def suspended(self) -> bool:
+        """replicas 0: the user's gesture to stop the model (provider.topologies.suspension)."""
+        return self.replicas == 0
 
     @property
     def min_replicas(self) -> int | None:
