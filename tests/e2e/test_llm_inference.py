@@ -19,11 +19,14 @@ a float32 model in bfloat16 on this CPU), which leaves the CPU profile's default
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shutil
 import statistics
+import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -258,7 +261,57 @@ def test_renaming_the_model_rolls_the_pod(node: NodeCluster, served: OpenAI, exp
     generation = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)["metadata"]["generation"]
     patch = {"spec": {"components": {"llmEngine": {"parameters": {"modelName": RENAMED}}}}}
     started = time.monotonic()
-    kubectl(node, "patch", "instance", INSTANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch))
+    with watched_phases(node) as watched:
+        kubectl(node, "patch", "instance", INSTANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch))
+        seen = _wait_rolled(node, served, generation)
+    # The provider says a rollout is under way (Updating, from the pass that applied the new
+    # generation until KServe reconciled it) and never falls back to Provisioning. A watch sees it
+    # however short it is.
+    phases = [phase for seen_at, phase in watched if seen_at > generation]
+    assert "Updating" in phases and "Provisioning" not in phases, (phases, seen)
+    assert phases[-1] == "Ready", (phases, seen)
+    MEASUREMENTS["llm_rename_watched_phases"] = phases
+    wait_for_sync(what="the old pod gone", probe=lambda: MODEL_NAME not in served.models(), timeout=120, interval=1)
+    MEASUREMENTS["llm_rename_to_answer_seconds"] = round(time.monotonic() - started, 1)
+    MEASUREMENTS["llm_rename_phases"] = seen
+    after = vllm_pod(node)
+    assert after["metadata"]["name"] != before
+    assert f'--served-model-name "{RENAMED}"' in " ".join(main_container(after)["command"])
+    llmisvc = get_json(node, "llminferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
+    assert llmisvc["status"]["observedGeneration"] == llmisvc["metadata"]["generation"]
+    case = expected["base"]["chat"][0]
+    assert_the_models_answer(served.post(CHAT, request(RENAMED, case)), "chat", case)
+    assert served.request("POST", CHAT, request(MODEL_NAME, case))[0] == 404
+
+
+@contextlib.contextmanager
+def watched_phases(node: NodeCluster) -> Iterator[list[tuple[int, str]]]:
+    """(generation, phase) of the Instance at every change a `kubectl get -w` shows, while open."""
+    columns = "custom-columns=GEN:.metadata.generation,PHASE:.status.phase"
+    argv = [node.kubectl_path, f"--kubeconfig={node.kubeconfig}", "get", "instance", INSTANCE, "-n", NAMESPACE]
+    proc = subprocess.Popen([*argv, "-w", "--no-headers", "-o", columns], stdout=subprocess.PIPE, text=True)
+    changes: list[tuple[int, str]] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            generation, _, phase = line.strip().partition(" ")
+            if generation.isdigit() and (not changes or changes[-1] != (int(generation), phase.strip())):
+                changes.append((int(generation), phase.strip()))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        yield changes
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        reader.join(timeout=10)
+
+
+def _wait_rolled(node: NodeCluster, served: OpenAI, generation: int) -> list[str]:
+    """Poll until the renamed model answers and the Instance is Ready at the new generation; the
+    phases and messages seen on the way."""
     seen: list[str] = []
 
     def rolled() -> bool:
@@ -275,14 +328,4 @@ def test_renaming_the_model_rolls_the_pod(node: NodeCluster, served: OpenAI, exp
     # KServe's Ready stays True while the old pod serves (it reports the Deployment available, not
     # rolled out), so the rollout is over when the Service answers with the new name only.
     wait_for_sync(what="the renamed model served and the Instance Ready again", probe=rolled, timeout=900, interval=1)
-    wait_for_sync(what="the old pod gone", probe=lambda: MODEL_NAME not in served.models(), timeout=120, interval=1)
-    MEASUREMENTS["llm_rename_to_answer_seconds"] = round(time.monotonic() - started, 1)
-    MEASUREMENTS["llm_rename_phases"] = seen
-    after = vllm_pod(node)
-    assert after["metadata"]["name"] != before
-    assert f'--served-model-name "{RENAMED}"' in " ".join(main_container(after)["command"])
-    llmisvc = get_json(node, "llminferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
-    assert llmisvc["status"]["observedGeneration"] == llmisvc["metadata"]["generation"]
-    case = expected["base"]["chat"][0]
-    assert_the_models_answer(served.post(CHAT, request(RENAMED, case)), "chat", case)
-    assert served.request("POST", CHAT, request(MODEL_NAME, case))[0] == 404
+    return seen

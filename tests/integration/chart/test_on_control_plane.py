@@ -51,7 +51,9 @@ async def test_rbac_on_the_control_plane(
                 {"group": "", "resource": "secrets", "verb": "deletecollection"},
                 {"group": "", "resource": "secrets", "verb": "*"},
                 {"group": "", "resource": "configmaps", "verb": "get"},
-                {"group": "", "resource": "pods", "verb": "list"},
+                # Pods are only listed and watched (status.components); the provider never manages them.
+                {"group": "", "resource": "pods", "verb": "delete"},
+                {"group": "", "resource": "pods", "verb": "get"},
                 {"group": "", "resource": "events", "verb": "create"},
                 {"group": "", "resource": "namespaces", "verb": "delete"},
                 {"group": "core.openeverest.io", "resource": "instances", "verb": "create"},
