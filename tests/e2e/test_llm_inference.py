@@ -329,3 +329,67 @@ def _wait_rolled(node: NodeCluster, served: OpenAI, generation: int) -> list[str
     # rolled out), so the rollout is over when the Service answers with the new name only.
     wait_for_sync(what="the renamed model served and the Instance Ready again", probe=rolled, timeout=900, interval=1)
     return seen
+
+
+def _answers(served: OpenAI) -> bool:
+    try:
+        return served.request("GET", "/v1/models")[0] == 200
+    except OSError:  # refused: the Service has no endpoint while the model is suspended
+        return False
+
+
+def test_suspending_stops_the_pod_and_resuming_answers_again(
+    node: NodeCluster, served: OpenAI, expected: dict[str, Any]
+) -> None:
+    """replicas 0: Suspending → Suspended, the vLLM pod gone, the address kept but not answering;
+    replicas 1: Resuming → Ready, a new pod answering the same model on the same address."""
+    instance = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)
+    model = instance["spec"]["components"]["llmEngine"]["parameters"]["modelName"]
+    generation = instance["metadata"]["generation"]
+    secret = get_json(node, "secret", "-n", NAMESPACE, f"{INSTANCE}-conn")["data"]
+    connection = (instance.get("status") or {}).get("connection")
+    before = vllm_pod(node)["metadata"]["name"]
+
+    def replicas(count: int) -> None:
+        patch = {"spec": {"components": {"llmEngine": {"replicas": count}}}}
+        kubectl(node, "patch", "instance", INSTANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch))
+
+    def suspended() -> bool:
+        phase = (get_json(node, "instance", "-n", NAMESPACE, INSTANCE).get("status") or {}).get("phase")
+        pods = get_json(node, "pods", "-n", NAMESPACE, "-l", WORKLOAD_PODS)["items"]
+        return phase == "Suspended" and not pods  # gone, not only Terminating
+
+    with watched_phases(node) as watched:
+        started = time.monotonic()
+        replicas(0)
+        wait_for_sync(suspended, what="the Instance Suspended and its vLLM pod gone", timeout=300, interval=1)
+        MEASUREMENTS["llm_suspend_to_pod_gone_seconds"] = round(time.monotonic() - started, 1)
+        now = get_json(node, "instance", "-n", NAMESPACE, INSTANCE)
+        llmisvc = get_json(node, "llminferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
+        assert llmisvc["metadata"]["annotations"]["serving.kserve.io/stop"] == "true"
+        assert get_json(node, "secret", "-n", NAMESPACE, f"{INSTANCE}-conn")["data"] == secret
+        assert (now.get("status") or {}).get("connection") == connection
+        assert not _answers(served)
+
+        started = time.monotonic()
+        replicas(1)
+        ready = wait_for_sync(
+            functools.partial(_ready, node), what="the Instance Ready again after resume", timeout=900, interval=1
+        )
+        # The same connection details; read the address again (KServe may have made its Service anew).
+        assert get_json(node, "secret", "-n", NAMESPACE, f"{INSTANCE}-conn")["data"] == secret
+        resumed = tinyllm.openai_of(node, ready)
+        wait_for_sync(lambda: _answers(resumed), what="the model answering again", timeout=300, interval=1)
+        MEASUREMENTS["llm_resume_to_answer_seconds"] = round(time.monotonic() - started, 1)
+    phases: list[str] = []
+    for seen_at, phase in watched:
+        if seen_at > generation and (not phases or phases[-1] != phase):
+            phases.append(phase)
+    MEASUREMENTS["llm_suspend_resume_phases"] = phases
+    if phases and phases[0] == "Ready":
+        phases = phases[1:]  # the patch itself, before the provider's status write
+    assert phases == ["Suspending", "Suspended", "Resuming", "Ready"], watched
+    assert vllm_pod(node)["metadata"]["name"] != before
+    assert model in resumed.models()
+    case = expected["base"]["chat"][0]
+    assert_the_models_answer(resumed.post(CHAT, request(model, case)), "chat", case)
