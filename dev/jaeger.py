@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,8 +48,10 @@ class Jaeger:
     otlp_grpc_port: int = field(default_factory=free_port)
     query_port: int = field(default_factory=free_port)
     query_grpc_port: int = field(default_factory=free_port)
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="provider-kserve-jaeger-")))
+    # For its config and log: a temporary one (None) is made at start and removed on exit.
+    workdir: Path | None = None
     process: Process | None = None
+    _temporary: Path | None = None
 
     @property
     def otlp_http(self) -> str:
@@ -108,6 +111,8 @@ class Jaeger:
         )
 
     def start(self, binary: Path | None = None, timeout: float = 60.0) -> Jaeger:
+        if self.workdir is None:
+            self.workdir = self._temporary = Path(tempfile.mkdtemp(prefix="provider-kserve-jaeger-"))
         config = self.workdir / "jaeger.json"
         config.write_text(self.config())
         # The collector's config loader takes YAML, of which JSON is a subset.
@@ -141,6 +146,9 @@ class Jaeger:
 
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.stop()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self.workdir = self._temporary = None
 
     def traces(self, service: str = SERVICE, lookback: timedelta = timedelta(hours=1)) -> list[dict[str, Any]]:
         """The service's spans as Jaeger's query API (api_v3, OTLP JSON) returns them, flattened:
