@@ -45,10 +45,8 @@ async def test_components_show_the_pods_kserve_runs(kserve: KServeCluster, kserv
         pods = [ref["name"] for ref in entry["podRefs"]]
         assert len(pods) == 2 and all(pod.startswith(f"{name}-predictor-") for pod in pods)
 
-        instance = await kube.get(INSTANCES, ns, name)
-        assert instance is not None
-        params = instance["spec"]["components"]["predictor"]["parameters"]
-        params.update(minReplicas=1, maxReplicas=1)
-        await kube.replace(INSTANCES, instance)
+        # A merge patch: the provider writes the status between a read and a replace.
+        scale_down = {"spec": {"components": {"predictor": {"parameters": {"minReplicas": 1, "maxReplicas": 1}}}}}
+        await kube.patch(INSTANCES, ns, name, scale_down)
         (entry,) = await wait_for(lambda: components(1), timeout=TIMEOUT)
         assert len(entry["podRefs"]) == 1
