@@ -18,7 +18,6 @@ import anyio
 from actors.interface import Resource
 from plane import free_port
 
-BENCH = Path(__file__).resolve().parents[1]
 WRITES = ("create", "update", "patch", "dryrun", "delete")
 READS = ("get", "list")
 # py-spy's collapsed stacks, sampled without stopping the process.
@@ -131,7 +130,9 @@ class ProviderProcess:
 
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": f"{self.checkout / 'src'}:{self.checkout}"}
-        entry = [str(BENCH / "null_process.py")] if self.topology == "null" else ["-m", "provider.cli"]
+        # The checkout's own null process: its imports follow that checkout's layout.
+        null_process = self.checkout / "bench" / "null_process.py"
+        entry = [str(null_process)] if self.topology == "null" else ["-m", "provider.cli"]
         log = (Path(tempfile.gettempdir()) / f"provider-kserve-bench-{self.namespace}.log").open("wb")
         options = ["--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace, "--no-leader-elect"]
         ports = ["--metrics-port", str(self.port), "--health-port", "0", "--validation-port", "0"]
