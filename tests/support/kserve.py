@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.client import KubeClient
+from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject, Resource
 from kservestack import KServeStack
 from plane import CRD, ControlPlane
@@ -73,3 +74,16 @@ async def wait_gone(kube: KubeClient, namespace: str, owner_name: str, timeout: 
         return True if not left else NotYet(left)
 
     await wait_for(none_left, what=f"what KServe made for {owner_name} to go", timeout=timeout)
+
+
+async def wait_all_gone(kube: KubeClient, namespace: str, name: str, owner: Resource, timeout: float = 60.0) -> None:
+    """The Instance `name`, its KServe object (of kind `owner`) and all KServe made for it, gone."""
+
+    async def none_left() -> bool | NotYet:
+        left = await kserve_children(kube, namespace, name)
+        for resource in (owner, INSTANCES):
+            if await kube.get(resource, namespace, name) is not None:
+                left.append(resource.kind)
+        return True if not left else NotYet(left)
+
+    await wait_for(none_left, what=f"the Instance {name} and all it had to go", timeout=timeout)

@@ -22,9 +22,9 @@ from provider.kserve import build_provider
 from provider.model import kinds
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.suspension import STOP_ANNOTATION
-from tests.support.instance_status import conditions_of, connection_secret, instance_status
+from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_status
 from tests.support.instances import llm_instance
-from tests.support.kserve import DEPLOYMENTS, PODS, KServeCluster, kserve_children, wait_gone
+from tests.support.kserve import DEPLOYMENTS, PODS, KServeCluster, kserve_children, wait_all_gone
 from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, provider_running
 from tests.support.phases import recording_phases
 from tests.support.waiting import NotYet, wait_for
@@ -166,11 +166,7 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         body["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = str(kserve.stack.gpus * 2)
         await kube.create(INSTANCES, body)
 
-        async def pending() -> bool | NotYet:
-            status = await instance_status(kube, ns, name)
-            return status.get("message") == PENDING or NotYet(status.get("message"))
-
-        await wait_for(pending, what="the pod pending", timeout=READY_TIMEOUT)
+        await wait_status(kube, ns, name, lambda s: s.get("message") == PENDING, "the pod pending", READY_TIMEOUT)
         mark = phases.mark()
         await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"llmEngine": {"replicas": 0}}}})
         await phases.reached("Suspended", mark, READY_TIMEOUT)
@@ -181,16 +177,7 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         mark = phases.mark()
         await kube.delete(INSTANCES, ns, name)
 
-        async def all_gone() -> bool | NotYet:
-            left = [*await kserve_children(kube, ns, name)]
-            if await kube.get(LLM, ns, name) is not None:
-                left.append("LLMInferenceService")
-            if await kube.get(INSTANCES, ns, name) is not None:
-                left.append("Instance")
-            return True if not left else NotYet(left)
-
-        await wait_for(all_gone, what="the suspended Instance and all it had to go", timeout=60)
-        await wait_gone(kube, ns, name)
+        await wait_all_gone(kube, ns, name, LLM)
         print(phases.report(mark, "delete while suspended"))
         assert phases.since(mark) == ["Terminating", "(deleted)"]
 

@@ -19,9 +19,9 @@ from provider.kserve import KServeProvider
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.settings import ProviderSettings
 from provider.topologies.suspension import STOP_ANNOTATION
-from tests.support.instance_status import conditions_of, connection_secret, instance_status
+from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_status
 from tests.support.instances import predictor_instance, predictor_parameters
-from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
+from tests.support.kserve import DEPLOYMENTS, KServeCluster, wait_all_gone, wait_gone
 from tests.support.phases import recording_phases
 from tests.support.runtime import running_manager
 from tests.support.waiting import NotYet, wait_for
@@ -128,11 +128,7 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         body = predictor_instance(name, ns, on_cluster=True, component={"resources": {"limits": limits}})
         await kube.create(INSTANCES, body)
 
-        async def pending() -> bool | NotYet:
-            status = await instance_status(kube, ns, name)
-            return status.get("message") == PENDING or NotYet(status.get("message"))
-
-        await wait_for(pending, what="the pod pending", timeout=READY_TIMEOUT)
+        await wait_status(kube, ns, name, lambda s: s.get("message") == PENDING, "the pod pending", READY_TIMEOUT)
         mark = phases.mark()
         await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"predictor": {"replicas": 0}}}})
         await phases.reached("Suspended", mark, READY_TIMEOUT)
@@ -143,14 +139,6 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         mark = phases.mark()
         await kube.delete(INSTANCES, ns, name)
 
-        async def all_gone() -> bool | NotYet:
-            left = await kserve_children(kube, ns, name)
-            if await kube.get(INFERENCE_SERVICE, ns, name) is not None:
-                left.append("InferenceService")
-            if await kube.get(INSTANCES, ns, name) is not None:
-                left.append("Instance")
-            return True if not left else NotYet(left)
-
-        await wait_for(all_gone, what="the suspended Instance and all it had to go", timeout=60)
+        await wait_all_gone(kube, ns, name, INFERENCE_SERVICE)
         print(phases.report(mark, "delete while suspended"))
         assert phases.since(mark) == ["Terminating", "(deleted)"]
