@@ -74,3 +74,13 @@ class NullProvider:
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
         self.cleanups.append(ctx.key.name)
+
+
+class RefusedConfigMap(NullProvider):
+    """The null provider, but an Instance with `refused` asks for a ConfigMap the API server rejects."""
+
+    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
+        objects = await super().desired(ctx, valid)
+        if (ctx.instance["spec"]["topology"].get("parameters") or {}).get("refused"):
+            objects[0]["data"] = {"not a key!": "x"}
+        return objects

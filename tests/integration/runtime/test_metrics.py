@@ -10,10 +10,9 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from actors.client.known_resources import INSTANCES
-from actors.interface import KubeObject, ReconcileContext
 from actors.manager.manager import Manager
 from tests.support.instances import null_instance
-from tests.support.null_provider import NullProvider
+from tests.support.null_provider import RefusedConfigMap
 from tests.support.runtime import running_manager
 from tests.support.waiting import wait_for
 
@@ -28,16 +27,6 @@ def values(manager: Manager, name: str) -> dict[tuple[tuple[str, str], ...], flo
         for s in family.samples
         if s.name == name
     }
-
-
-class RefusedConfigMap(NullProvider):
-    """An Instance with `refused` asks for a ConfigMap the API server rejects."""
-
-    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
-        objects = await super().desired(ctx, valid)
-        if (ctx.instance["spec"]["topology"].get("parameters") or {}).get("refused"):
-            objects[0]["data"] = {"not a key!": "x"}
-        return objects
 
 
 async def test_instances_by_phase_leader_and_step_errors(controlplane: Any, kube: Any, namespace: str) -> None:

@@ -14,13 +14,12 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from actors.client.known_resources import INSTANCES
-from actors.interface import KubeObject, ReconcileContext
 from actors.observe import tracing
 from actors.observe.tracing import configure_tracing
 from jaeger import Jaeger, attributes
 from tests.support.built_tools import built
 from tests.support.instances import null_instance
-from tests.support.null_provider import NullProvider
+from tests.support.null_provider import RefusedConfigMap
 from tests.support.runtime import running_manager
 from tests.support.waiting import wait_for
 
@@ -39,16 +38,6 @@ def jaeger() -> Iterator[Jaeger]:
         yield running
         provider.shutdown()
         tracing._exporting = False  # the other tests' runtimes make no spans again
-
-
-class RefusedConfigMap(NullProvider):
-    """The null provider, but an Instance with `refused` asks for a ConfigMap the API server rejects."""
-
-    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
-        objects = await super().desired(ctx, valid)
-        if (ctx.instance["spec"]["topology"].get("parameters") or {}).get("refused"):
-            objects[0]["data"] = {"not a key!": "x"}
-        return objects
 
 
 class Tree:
