@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 import anyio
+from prometheus_client.parser import text_string_to_metric_families
 
 
 def http_get(url: str, token: str | None = None, insecure: bool = False) -> tuple[int, str]:
@@ -27,3 +28,11 @@ def http_get(url: str, token: str | None = None, insecure: bool = False) -> tupl
 async def fetch(url: str, token: str | None = None, insecure: bool = False) -> tuple[int, str]:
     """http_get off the event loop: the provider under test may serve from this very loop."""
     return await anyio.to_thread.run_sync(lambda: http_get(url, token, insecure))
+
+
+def scrape(port: int, sample: str) -> list[tuple[dict[str, str], float]]:
+    """The samples named `sample` (a counter's with its `_total`) on a provider process's /metrics,
+    each with its labels."""
+    status, text = http_get(f"http://127.0.0.1:{port}/metrics")
+    assert status == 200, (status, text[:200])
+    return [(s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples if s.name == sample]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from actors.client.known_resources import INSTANCES
 from plane import free_port
 from provider.model.kinds import LLM_INFERENCE_SERVICE
 from tests.support.convergence import wait_converged
+from tests.support.http import scrape
 from tests.support.instances import llm_instance
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
 from tests.support.waiting import wait_for
@@ -45,13 +45,10 @@ WRITES_PER_FOUGHT = 3 * PASSES
 
 def writes(port: int) -> Counter[str]:
     """The provider's writes so far by verb, resource and code, from its own /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
     counts: Counter[str] = Counter()
-    for line in text.splitlines():
-        if line.startswith("provider_api_requests_total{") and any(f'verb="{v}"' in line for v in WRITE_VERBS):
-            labels, value = line.rsplit(" ", 1)
-            counts[labels.removeprefix("provider_api_requests_total")] += int(float(value))
+    for labels, value in scrape(port, "provider_api_requests_total"):
+        if labels.get("verb") in WRITE_VERBS:
+            counts[",".join(f"{k}={v}" for k, v in sorted(labels.items()))] += int(value)
     return counts
 
 

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import json
-import urllib.request
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from actors.interface import Resource
 from plane import free_port
 from provider.model.kinds import AI_GATEWAY_ROUTE, LLM_INFERENCE_SERVICE
 from tests.support.convergence import wait_converged
+from tests.support.http import scrape
 from tests.support.instances import llm_instance
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
 from tests.support.waiting import wait_for
@@ -172,10 +172,8 @@ async def test_an_object_the_api_server_refuses_is_failed_with_its_message_and_n
 
 def refused_applies(port: int) -> float:
     """The provider's applies the API server refused as invalid so far (its own /metrics)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
     return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("provider_api_requests_total{") and 'code="422"' in line and 'verb="patch"' in line
+        value
+        for labels, value in scrape(port, "provider_api_requests_total")
+        if labels.get("code") == "422" and labels.get("verb") == "patch"
     )

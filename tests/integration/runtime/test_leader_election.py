@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, LEASES
 from plane import free_port
+from tests.support.http import scrape
 from tests.support.instances import null_instance
 from tests.support.waiting import wait_for
 
@@ -24,13 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _reconciles(port: int) -> float:
     """Sum of provider_reconciles_total scraped from a process's /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        text = response.read().decode()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("provider_reconciles_total{")
-    )
+    return sum(value for _, value in scrape(port, "provider_reconciles_total"))
 
 
 def _start(kubeconfig: Path, namespace: str, port: int) -> subprocess.Popen[bytes]:
