@@ -63,6 +63,17 @@ def gateway(namespace: str) -> KubeObject:
     }
 
 
+async def give_gateway_address(kube: KubeClient, namespace: str) -> None:
+    """Play Envoy Gateway: the Gateway gets its address."""
+    await kube.patch(
+        GATEWAYS,
+        namespace,
+        GATEWAY,
+        {"status": {"addresses": [{"type": "IPAddress", "value": ADDRESS}]}},
+        subresource="status",
+    )
+
+
 async def accept_route(kube: KubeClient, namespace: str, name: str) -> None:
     """Play the Envoy AI Gateway controller: the route is Accepted (for its current generation)."""
     route = await kube.get(ROUTE, namespace, name)
@@ -152,14 +163,7 @@ async def test_gateway_address_reaches_opted_in_instances_within_one_reconcile(
         reconciles = count_reconciles(manager)
         before = Counter(requests)
 
-        # Envoy Gateway gives the Gateway its address.
-        await kube.patch(
-            GATEWAYS,
-            namespace,
-            GATEWAY,
-            {"status": {"addresses": [{"type": "IPAddress", "value": ADDRESS}]}},
-            subresource="status",
-        )
+        await give_gateway_address(kube, namespace)
 
         async def published() -> bool:
             uris = [(await connection_secret(kube, namespace, name)).get("uri") for name in opted_in]
@@ -287,13 +291,7 @@ async def test_a_suspended_instance_keeps_its_route_and_quota_and_says_so(
     Instance is suspended; the gateway's address stays in `<name>-conn`. Resumed, both are as before."""
     kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
     await kube.create(GATEWAYS, gateway(namespace))
-    await kube.patch(
-        GATEWAYS,
-        namespace,
-        GATEWAY,
-        {"status": {"addresses": [{"type": "IPAddress", "value": ADDRESS}]}},
-        subresource="status",
-    )
+    await give_gateway_address(kube, namespace)
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     provider, shared = build_provider(gateway_env(namespace), client)
     topology = {"externalAccess": "EnvoyAIGateway", "tokenLimitPerHour": 5000}
