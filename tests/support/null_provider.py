@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import anyio
+
 from actors.interface import (
     ConnectionDetails,
     KubeObject,
@@ -84,3 +86,16 @@ class RefusedConfigMap(NullProvider):
         if (ctx.instance["spec"]["topology"].get("parameters") or {}).get("refused"):
             objects[0]["data"] = {"not a key!": "x"}
         return objects
+
+
+@dataclass
+class StalledProvider(NullProvider):
+    """The null provider whose desired state never comes: each pass waits in Sync until it is
+    cancelled; `syncing` is set once a pass is there."""
+
+    syncing: anyio.Event = field(default_factory=anyio.Event)
+
+    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
+        self.syncing.set()
+        await anyio.sleep_forever()
+        raise AssertionError("sleep_forever returned")

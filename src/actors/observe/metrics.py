@@ -71,7 +71,10 @@ class RuntimeMetrics:
             "provider_leader", "1 while this process leads (reconciles), 0 while it stands by", registry=self.registry
         )
         self.reconciles = Counter(
-            "provider_reconciles_total", "Reconciles by result", ["result"], registry=self.registry
+            "provider_reconciles_total",
+            "Reconciles by result: success, error, gone (the Instance was deleted), cancelled (cut short by shutdown)",
+            ["result"],
+            registry=self.registry,
         )
         self.step_seconds = Histogram(
             "provider_reconcile_step_seconds",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import anyio
 import structlog
 from opentelemetry import trace
 
@@ -120,9 +121,8 @@ class InstanceReconciler:
             with span(tracer, "reconcile", {"instance": key}) as root:
                 instance = self.instances.get(key)
                 if instance is None:
-                    self.metrics.reconciles.labels(result="gone").inc()
+                    self._count(root, "gone")
                     self.metrics.instance_phases.forget(key)
-                    annotate(root, {"reconcile.result": "gone"})
                     return Action()
                 annotate(root, {"instance.generation": instance["metadata"].get("generation", 0)})
                 try:
@@ -142,14 +142,25 @@ class InstanceReconciler:
                     # Our copy was stale: the retry reads the newer one from the informer's cache.
                     log.info("Instance changed under a conditional write, will retry")
                     outcome = Action(failed=True)
-                result = "error" if outcome.failed or outcome.terminal else "success"
-                self.metrics.reconciles.labels(result=result).inc()
-                annotate(root, {"reconcile.result": result})
+                except anyio.get_cancelled_exc_class():
+                    # Shutdown (or losing the lead) cut the pass short: say so, in the span and the
+                    # metric, rather than leave a pass with no result that counts nowhere.
+                    self._count(root, "cancelled")
+                    raise
+                except Exception:
+                    self._count(root, "error")  # the actor system logs it and retries
+                    self.metrics.retries.inc()
+                    raise
+                self._count(root, "error" if outcome.failed or outcome.terminal else "success")
                 if outcome.failed:
                     self.metrics.retries.inc()
                 return outcome
         finally:
             structlog.contextvars.unbind_contextvars("instance")
+
+    def _count(self, root: trace.Span | None, result: str) -> None:
+        self.metrics.reconciles.labels(result=result).inc()
+        annotate(root, {"reconcile.result": result})
 
     @contextmanager
     def _step(self, name: str) -> Iterator[None]:

@@ -19,7 +19,7 @@ from actors.observe.tracing import configure_tracing
 from jaeger import Jaeger, attributes
 from tests.support.built_tools import built
 from tests.support.instances import null_instance
-from tests.support.null_provider import RefusedConfigMap
+from tests.support.null_provider import RefusedConfigMap, StalledProvider
 from tests.support.runtime import running_manager
 from tests.support.waiting import wait_for
 
@@ -79,9 +79,12 @@ async def spans_of(jaeger: Jaeger, wanted: Any) -> Tree:
 
 
 def full_pass(tree: Tree, key: str, steps: set[str]) -> dict[str, Any] | None:
-    """The reconcile of `key` whose children are at least `steps` (the pass that did the work)."""
+    """The reconcile of `key` that did the work: its children are at least `steps` and it ran to
+    its end. A later pass that the Manager's shutdown cut short can have the same steps; it says
+    `reconcile.result` cancelled (test_cancelled_pass_says_so)."""
     for root in tree.roots(key):
-        if {c["name"] for c in tree.children(root)} >= steps:
+        finished = attributes(root).get("reconcile.result") not in (None, "cancelled")
+        if finished and {c["name"] for c in tree.children(root)} >= steps:
             return root
     return None
 
@@ -174,6 +177,27 @@ async def test_failed_apply_is_an_error_with_the_api_servers_message(
     # The pass then said why on the Instance's status; the same apply would be refused again, so it
     # is not retried until the Instance changes.
     assert attributes(tree.child(root, "status-update"))["http.response.status_code"] == 200
+
+
+async def test_cancelled_pass_says_so(controlplane: Any, kube: Any, namespace: str, jaeger: Jaeger) -> None:
+    """The Manager stops while a pass waits in Sync: Jaeger has that pass's root with
+    `reconcile.result` cancelled, over the steps it got to."""
+    key = f"{namespace}/stalled"
+    provider = StalledProvider()
+    async with running_manager(controlplane, provider, namespace):
+        await kube.create(INSTANCES, null_instance("stalled", namespace))
+        with anyio.fail_after(60):
+            await provider.syncing.wait()
+
+    def cancelled(tree: Tree) -> dict[str, Any] | None:
+        roots = [r for r in tree.roots(key) if attributes(r).get("reconcile.result") == "cancelled"]
+        return roots[0] if roots else None
+
+    tree = await spans_of(jaeger, cancelled)
+    root = cancelled(tree)
+    assert root is not None
+    assert attributes(root)["instance"] == key
+    assert {"validate", "sync"} <= {c["name"] for c in tree.children(root)}
 
 
 async def _is(value: Any, expected: str) -> bool:

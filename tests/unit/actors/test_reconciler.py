@@ -10,7 +10,8 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
   bad input, runs once in an hour of fake time; a Provider not known yet is retried with backoff;
 - a status the API server refuses (422): the minimal status is written instead;
-- what the provider's status() is told this pass wrote, and which phases `poll_not_ready` polls.
+- what the provider's status() is told this pass wrote, and which phases `poll_not_ready` polls;
+- a pass cut short by shutdown: `cancelled`, in its span and the reconciles metric.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import anyio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from actors.apply.applier import Applier
 from actors.apply.write_ledger import WriteLedger
@@ -30,14 +35,16 @@ from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
 from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport
 from actors.manager.options import ManagerOptions
+from actors.observe import tracing
 from actors.observe.metrics import RuntimeMetrics
 from actors.queue.actor_system import Action, ActorSystem
+from actors.reconcile import reconciler as reconciler_module
 from actors.reconcile.reconciler import NAME_CLASH_RETRY, InstanceReconciler, RuntimeConfig
 from actors.status.writer import StatusWriter
 from tests.support.clock import FakeClock
 from tests.support.fake_kube import FakeKube, api_error
 from tests.support.instances import null_instance
-from tests.support.null_provider import CONFIGMAPS, NullProvider
+from tests.support.null_provider import CONFIGMAPS, NullProvider, StalledProvider
 from tests.support.runtime import system_running
 
 NAMESPACE = "ns"
@@ -344,3 +351,29 @@ async def test_poll_not_ready_leaves_settled_phases_alone(phase: Phase, runs: in
     runtime.instance(metadata=OURS)
     times = await runs_over(runtime, 60.0, lambda n: n >= 1)
     assert len(times) == runs, times
+
+
+
+async def test_a_pass_cut_short_by_shutdown_says_cancelled_in_its_span_and_the_metric(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shutdown mid-pass: the reconcile span carries `reconcile.result` cancelled and the pass
+    counts once under that result, not in no series at all."""
+    exporter = InMemorySpanExporter()
+    spans = TracerProvider()
+    spans.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(tracing, "_exporting", True)
+    monkeypatch.setattr(reconciler_module, "tracer", spans.get_tracer("test"))
+    provider = StalledProvider()
+    runtime = Runtime(provider=provider)
+    runtime.instance(metadata=OURS)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(runtime.reconciler, KEY)
+        await provider.syncing.wait()
+        tasks.cancel_scope.cancel()
+    (root,) = [s for s in exporter.get_finished_spans() if s.name == "reconcile"]
+    assert root.attributes is not None and root.attributes["reconcile.result"] == "cancelled"
+    assert {s.name for s in exporter.get_finished_spans()} >= {"validate", "sync"}
+    results = runtime.reconciler.metrics.reconciles
+    assert results.labels(result="cancelled")._value.get() == 1
+    assert [results.labels(result=r)._value.get() for r in ("success", "error")] == [0, 0]
