@@ -316,14 +316,27 @@ class NodeCluster:
         return KUBERNETES_SERVICE_IP in host.run("iptables-save", "-t", "nat", check=False)
 
     def service_programmed(self, namespace: str, service: str) -> bool:
-        """Whether kube-proxy DNATs the Service to every ready endpoint its EndpointSlices list
-        (and there is one). A pod turns Ready, and KServe and the provider report it, before
-        kube-proxy's next sync: until then a ClusterIP with no endpoint rule refuses connections."""
+        """Whether kube-proxy DNATs the Service to exactly the ready endpoints its EndpointSlices
+        list (and there is one). A pod turns Ready, and KServe and the provider report it, before
+        kube-proxy's next sync: until then a ClusterIP with no endpoint rule refuses connections,
+        and the pod a rollout replaced keeps its rule, so a request can still reach it."""
+        ready = self.ready_endpoints(namespace, service)
+        # kube-proxy comments each rule with the Service port it serves: "namespace/name[:port]".
+        routed = {
+            line.split("--to-destination ", 1)[1].split()[0]
+            for line in host.run("iptables-save", "-t", "nat", check=False).splitlines()
+            if (f'--comment "{namespace}/{service}:' in line or f'--comment "{namespace}/{service}"' in line)
+            and "--to-destination " in line
+        }
+        return bool(ready) and routed == ready
+
+    def ready_endpoints(self, namespace: str, service: str) -> set[str]:
+        """`address:port` of every ready endpoint the Service's EndpointSlices list."""
         out = self.kubectl(
             "get", "endpointslices", "-n", namespace, "-l", f"kubernetes.io/service-name={service}", "-o", "json",
             check=False,
         )  # fmt: skip
-        destinations = {
+        return {
             f"{address}:{port['port']}"
             for endpoint_slice in (json.loads(out)["items"] if out else [])
             for endpoint in endpoint_slice.get("endpoints") or []
@@ -331,13 +344,6 @@ class NodeCluster:
             for address in endpoint["addresses"]
             for port in endpoint_slice.get("ports") or []
         }
-        # kube-proxy comments each rule with the Service port it serves: "namespace/name[:port]".
-        ours = [
-            line
-            for line in host.run("iptables-save", "-t", "nat", check=False).splitlines()
-            if f'--comment "{namespace}/{service}:' in line or f'--comment "{namespace}/{service}"' in line
-        ]
-        return bool(destinations) and all(any(f"--to-destination {d}" in line for line in ours) for d in destinations)
 
     # -- clients and teardown ----------------------------------------------------------------
 

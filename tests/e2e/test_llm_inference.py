@@ -49,7 +49,7 @@ from tests.e2e.support import (
     synced,
     the_leader,
 )
-from tests.support.waiting import wait_for_sync
+from tests.support.waiting import NotYet, wait_for_sync
 from tinyllm import CHAT, COMPLETIONS, OpenAI, request
 
 MANIFEST = tinyllm.instance_manifest()
@@ -271,11 +271,14 @@ def test_renaming_the_model_rolls_the_pod(node: NodeCluster, served: OpenAI, exp
     assert "Updating" in phases and "Provisioning" not in phases, (phases, seen)
     assert phases[-1] == "Ready", (phases, seen)
     MEASUREMENTS["llm_rename_watched_phases"] = phases
-    wait_for_sync(what="the old pod gone", probe=lambda: MODEL_NAME not in served.models(), timeout=120, interval=1)
+    after = wait_for_sync(
+        functools.partial(_served_by_the_new_pod_alone, node, served, before),
+        what="the old pod gone and the Service routing to the new pod alone",
+        timeout=300,
+        interval=1,
+    )
     MEASUREMENTS["llm_rename_to_answer_seconds"] = round(time.monotonic() - started, 1)
     MEASUREMENTS["llm_rename_phases"] = seen
-    after = vllm_pod(node)
-    assert after["metadata"]["name"] != before
     assert f'--served-model-name "{RENAMED}"' in " ".join(main_container(after)["command"])
     llmisvc = get_json(node, "llminferenceservices.serving.kserve.io", "-n", NAMESPACE, INSTANCE)
     assert llmisvc["status"]["observedGeneration"] == llmisvc["metadata"]["generation"]
@@ -307,6 +310,25 @@ def watched_phases(node: NodeCluster) -> Iterator[list[tuple[int, str]]]:
         proc.terminate()
         proc.wait(timeout=10)
         reader.join(timeout=10)
+
+
+def _served_by_the_new_pod_alone(node: NodeCluster, served: OpenAI, old_pod: str) -> dict[str, Any] | NotYet:
+    """The new vLLM pod once the rollout's old pod is gone, the Service's only ready endpoint is
+    the new pod and kube-proxy routes to it alone: one answer without the old name could have come
+    from the new pod while the old one still had a rule."""
+    pods = get_json(node, "pods", "-n", NAMESPACE, "-l", WORKLOAD_PODS)["items"]
+    names = {p["metadata"]["name"]: p["status"].get("podIP") for p in pods}
+    service = served.host.split(".")[0]
+    endpoints = node.ready_endpoints(NAMESPACE, service)
+    seen = {"pods": names, "ready endpoints": sorted(endpoints)}
+    if old_pod in names or len(names) != 1:
+        return NotYet(seen)
+    (new_ip,) = names.values()
+    if {endpoint.rsplit(":", 1)[0] for endpoint in endpoints} != {new_ip}:
+        return NotYet(seen)
+    if not node.service_programmed(NAMESPACE, service):
+        return NotYet({**seen, "kube-proxy": "rules not yet synced to the ready endpoints"})
+    return vllm_pod(node)
 
 
 def _wait_rolled(node: NodeCluster, served: OpenAI, generation: int) -> list[str]:
