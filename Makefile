@@ -67,14 +67,16 @@ test: $(STAMP) kserve-binaries observability-tools lint
 ## e2e: (root) a real node (containerd, kubelet, kube-proxy) + control plane, the image, `helm install`
 ## as the chart README says, and the in-cluster checks; KServe's manager serving a model the test
 ## trains (scikit-learn, the e2e extra) from a PersistentVolume; the Tilt dev loop (`tilt ci`, live
-## update, `tilt down`; the no-root target as an unprivileged user); the host is left as it was
+## update, `tilt down`; the no-root target as an unprivileged user); the host is left as it was.
+## In file order: each e2e module is one user's story on one node (serve, then rename, then suspend),
+## its steps sharing the served model; `make test` runs in a random order
 e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh node >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
 	dev/build-controlplane.sh tilt >/dev/null
 	dev/build-controlplane.sh jaeger >/dev/null
 	dev/build-controlplane.sh prometheus >/dev/null
-	$(BIN)/pytest -q -m e2e tests/e2e
+	$(BIN)/pytest -q -m e2e -p no:randomly tests/e2e
 
 $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 	$(BIN)/pip install --quiet -r requirements/e2e.lock

@@ -99,3 +99,10 @@ async def kserve_namespace(kserve: KServeCluster) -> AsyncIterator[str]:
         yield name
     finally:
         await kserve.kube.delete(NAMESPACE, None, name)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The order this run used, also under `-q` (which hides pytest-randomly's header line): a
+    failure that only one order shows is repeated with `--randomly-seed=N`."""
+    if config.pluginmanager.has_plugin("randomly") and config.getoption("randomly_reorganize", True):
+        terminalreporter.write_line(f"random order: --randomly-seed={config.getoption('randomly_seed')}")
