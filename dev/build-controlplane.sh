@@ -43,7 +43,8 @@ need() {
   }
 }
 
-log() { printf '[build-controlplane] %s\n' "$*" >&2; }
+# The time of day on each line: a cold run's log says where its minutes went (docs/ci-time.md).
+log() { printf '[build-controlplane %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 # One top-level field of the JSON document on stdin (go mod download -json, go mod edit -json).
 json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }

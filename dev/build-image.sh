@@ -40,7 +40,7 @@ MODELSERVER_IMAGE="provider-kserve-sklearnserver:local"
 VLLM_CPU_BASE_PACKAGES="$BASE_PACKAGES,libstdc++6,libnuma1,mawk"
 VLLM_CPU_REPOSITORY="provider-kserve-vllm-cpu"
 
-log() { printf '[build-image] %s\n' "$*" >&2; }
+log() { printf '[build-image %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # Debian packages of the tools, installed when root, else named.
