@@ -14,7 +14,9 @@ from pathlib import Path
 from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
 from plane import ControlPlane, create_or_replace, service_account_token
+from provider.tools import rbac
 from tests.support.chart import prepare_chart, render
+from tests.support.waiting import NotYet, wait_for
 
 SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 CLUSTER_ROLE = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
@@ -63,7 +65,24 @@ async def service_account_kubeconfig(
     release = release or f"pk-{namespace}"
     sa = await apply_rbac(kube, rendered_rbac(chart, namespace, release))
     token = await service_account_token(kube, namespace, sa)
-    return controlplane.write_kubeconfig(directory / f"{release}.kubeconfig", token, user=sa)
+    kubeconfig = controlplane.write_kubeconfig(directory / f"{release}.kubeconfig", token, user=sa)
+    await _wait_in_force(kubeconfig, namespace)
+    return kubeconfig
+
+
+async def _wait_in_force(kubeconfig: Path, namespace: str) -> None:
+    """The RBAC authorizer reads roles and bindings from an informer's cache: a token used the
+    moment they are created can be refused until that cache has them (a 403 the RBAC tests then
+    counted against the chart). Wait until every access the provider needs is allowed; a chart that
+    does not grant one fails here, naming it."""
+    async with await KubeClient.connect(str(kubeconfig)) as client:
+
+        async def granted() -> bool | NotYet:
+            checks = rbac.access_checks(namespace)
+            denied = [str(c) for c in checks if not await allowed(client, c.resource_attributes())]
+            return not denied or NotYet(denied)
+
+        await wait_for(granted, what="the chart's RBAC in force for its ServiceAccount", timeout=60, interval=0.5)
 
 
 async def allowed(client: KubeClient, attributes: dict[str, str]) -> bool:
