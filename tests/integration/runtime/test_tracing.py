@@ -55,11 +55,14 @@ class Tree:
         return found
 
     def roots(self, key: str) -> list[dict[str, Any]]:
-        return [
+        """The reconcile passes of `key`, earliest first (Jaeger returns traces in no set order, and
+        a later pass can have the same steps as the one a test means: the first to do the work)."""
+        passes = [
             s
             for s in self.spans
             if s["name"] == "reconcile" and not s.get("parentSpanId") and attributes(s).get("instance") == key
         ]
+        return sorted(passes, key=lambda s: int(s["startTimeUnixNano"]))
 
 
 async def spans_of(jaeger: Jaeger, wanted: Any) -> Tree:
@@ -74,13 +77,13 @@ async def spans_of(jaeger: Jaeger, wanted: Any) -> Tree:
         tree = Tree(await anyio.to_thread.run_sync(jaeger.traces, SERVICE))
         return bool(wanted(tree))
 
-    await wait_for(stored, timeout=20)
+    await wait_for(stored, what="the spans in Jaeger", timeout=60)
     return tree
 
 
 def full_pass(tree: Tree, key: str, steps: set[str]) -> dict[str, Any] | None:
-    """The reconcile of `key` that did the work: its children are at least `steps` and it ran to
-    its end. A later pass that the Manager's shutdown cut short can have the same steps; it says
+    """The first reconcile of `key` that did the work: its children are at least `steps` and it ran
+    to its end. A later pass that the Manager's shutdown cut short can have the same steps; it says
     `reconcile.result` cancelled (test_cancelled_pass_says_so)."""
     for root in tree.roots(key):
         finished = attributes(root).get("reconcile.result") not in (None, "cancelled")
