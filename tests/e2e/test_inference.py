@@ -270,7 +270,9 @@ def test_the_model_answers_a_predict_request(node: NodeCluster, served: dict[str
 
 def test_kserve_mounts_the_claim_without_a_storage_initializer(node: NodeCluster, served: dict[str, Any]) -> None:
     selector = f"serving.kserve.io/inferenceservice={INSTANCE}"
-    (pod,) = get_json(node, "pods", "-n", NAMESPACE, "-l", selector)["items"]
+    # The serving pod (a pod of a rollout KServe has just replaced can still be terminating).
+    pods = get_json(node, "pods", "-n", NAMESPACE, "-l", selector)["items"]
+    (pod,) = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
     assert not pod["spec"].get("initContainers")
     (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "kserve-container"]
     assert container["image"].endswith(MODEL_SERVER_IMAGE)

@@ -58,6 +58,8 @@ def release(node: NodeCluster, install: Callable[..., None], jaeger: Jaeger) -> 
     wait_for_sync(
         lambda: len(instances(node)) == len(examples()) and all(synced(i) for i in instances(node)),
         what="every example Instance synced",
+        timeout=180,  # the chart's pod starting and KServe's admission on a loaded node, as test_incluster
+        interval=0.5,
     )
     return RELEASE
 
