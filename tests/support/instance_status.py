@@ -26,6 +26,15 @@ def conditions_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in status.get("conditions") or []}
 
 
+def rolled_out_reported(status: dict[str, Any]) -> bool:
+    """Ready, with KServe's predictor condition naming the Deployment's completed rollout
+    (NewReplicaSetAvailable). The provider reports Ready as soon as KServe's Ready is True, which
+    it may be while PredictorReady still says MinimumReplicasAvailable: a test asserting the
+    completed rollout waits for this, not for Ready alone."""
+    predictor = conditions_of(status).get("KServePredictorReady") or {}
+    return status.get("phase") == "Ready" and predictor.get("reason") == "NewReplicaSetAvailable"
+
+
 async def wait_phase(
     kube: KubeClient, namespace: str, name: str, phase: str, message: str | None = None, timeout: float = 30.0
 ) -> dict[str, Any]:

@@ -68,10 +68,14 @@ async def _record(kube: KubeClient, namespace: str, recorder: PhaseRecorder) -> 
     while True:
         try:
             items, version = await kube.list_all(INSTANCES, namespace)
-            for obj in items:
-                if obj["metadata"]["name"] == recorder.name:
-                    status = obj.get("status") or {}
-                    recorder.observe(str(status.get("phase", "")), str(status.get("message", "")))
+            listed = [obj for obj in items if obj["metadata"]["name"] == recorder.name]
+            for obj in listed:
+                status = obj.get("status") or {}
+                recorder.observe(str(status.get("phase", "")), str(status.get("message", "")))
+            if not listed and recorder.changes:
+                # Deleted while no watch ran (after the last one ended, before this list): its
+                # DELETED event is never delivered, so a wait for "(deleted)" would hang.
+                recorder.observe("(deleted)", "")
             async for event in kube.watch(INSTANCES, namespace, version, timeout_seconds=60):
                 obj = event.get("object") or {}
                 if (obj.get("metadata") or {}).get("name") != recorder.name:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from itertools import dropwhile
 from typing import Any
 
 import pytest
@@ -167,17 +168,24 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         await kube.create(INSTANCES, body)
 
         await wait_status(kube, ns, name, lambda s: s.get("message") == PENDING, "the pod pending", READY_TIMEOUT)
+        # The GET above can be ahead of the recorder's watch: mark only once the recorder too has
+        # seen Provisioning. A Provisioning may still follow the mark (the pending message still
+        # in flight on the watch, or KServe writing once more before the patch lands): those, and
+        # only those, may lead; what the suspension shows must be exactly Suspending, Suspended.
+        await phases.reached("Provisioning", 0, READY_TIMEOUT)
         mark = phases.mark()
         await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"llmEngine": {"replicas": 0}}}})
         await phases.reached("Suspended", mark, READY_TIMEOUT)
         await wait_for(lambda: workload_gone(kube, ns, name), what="the pending pod to go", timeout=READY_TIMEOUT)
         print(phases.report(mark, "suspend while provisioning"))
-        assert phases.since(mark) == ["Suspending", "Suspended"]
+        assert list(dropwhile(lambda p: p == "Provisioning", phases.since(mark))) == ["Suspending", "Suspended"]
 
         mark = phases.mark()
         await kube.delete(INSTANCES, ns, name)
 
-        await wait_all_gone(kube, ns, name, LLM)
+        await wait_all_gone(kube, ns, name, LLM, timeout=READY_TIMEOUT)
+        # A GET's 404 can come before the watch delivers the DELETED event.
+        await phases.reached("(deleted)", mark, READY_TIMEOUT)
         print(phases.report(mark, "delete while suspended"))
         assert phases.since(mark) == ["Terminating", "(deleted)"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from itertools import dropwhile
 
 import pytest
 
@@ -20,7 +20,13 @@ from provider.kserve import KServeProvider
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.settings import ProviderSettings
 from provider.topologies.suspension import STOP_ANNOTATION
-from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_status
+from tests.support.instance_status import (
+    conditions_of,
+    connection_secret,
+    instance_status,
+    rolled_out_reported,
+    wait_status,
+)
 from tests.support.instances import predictor_instance, predictor_parameters
 from tests.support.kserve import DEPLOYMENTS, KServeCluster, wait_all_gone, wait_gone
 from tests.support.phases import recording_phases
@@ -79,12 +85,6 @@ async def test_model_change_is_updating_then_ready(kserve: KServeCluster, kserve
         assert await connection_secret(kube, ns, name) == served
 
 
-def rolled_out_reported(status: dict[str, Any]) -> bool:
-    """Ready, with KServe's predictor condition naming the Deployment's completed rollout."""
-    predictor = conditions_of(status).get("KServePredictorReady") or {}
-    return status.get("phase") == "Ready" and predictor.get("reason") == "NewReplicaSetAvailable"
-
-
 async def test_suspend_and_resume(kserve: KServeCluster, kserve_namespace: str) -> None:
     """replicas 0: the stop annotation on the InferenceService (its spec untouched); KServe deletes
     the Deployment, Service and HPA and reports Stopped; Suspending → Suspended, the connection
@@ -139,16 +139,23 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         await kube.create(INSTANCES, body)
 
         await wait_status(kube, ns, name, lambda s: s.get("message") == PENDING, "the pod pending", READY_TIMEOUT)
+        # The GET above can be ahead of the recorder's watch: mark only once the recorder too has
+        # seen Provisioning. A Provisioning may still follow the mark (the pending message still
+        # in flight on the watch, or KServe writing once more before the patch lands): those, and
+        # only those, may lead; what the suspension shows must be exactly Suspending, Suspended.
+        await phases.reached("Provisioning", 0, READY_TIMEOUT)
         mark = phases.mark()
         await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"predictor": {"replicas": 0}}}})
         await phases.reached("Suspended", mark, READY_TIMEOUT)
         await wait_gone(kube, ns, name, timeout=READY_TIMEOUT)
         print(phases.report(mark, "suspend while provisioning"))
-        assert phases.since(mark) == ["Suspending", "Suspended"]
+        assert list(dropwhile(lambda p: p == "Provisioning", phases.since(mark))) == ["Suspending", "Suspended"]
 
         mark = phases.mark()
         await kube.delete(INSTANCES, ns, name)
 
-        await wait_all_gone(kube, ns, name, INFERENCE_SERVICE)
+        await wait_all_gone(kube, ns, name, INFERENCE_SERVICE, timeout=READY_TIMEOUT)
+        # A GET's 404 can come before the watch delivers the DELETED event.
+        await phases.reached("(deleted)", mark, READY_TIMEOUT)
         print(phases.report(mark, "delete while suspended"))
         assert phases.since(mark) == ["Terminating", "(deleted)"]
