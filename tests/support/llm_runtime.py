@@ -1,13 +1,16 @@
 """The llm topology's provider as `provider-kserve run` builds it, for the tests against KServe's real
-controllers: its environment and the Hugging Face token Secret."""
+controllers: its environment, the Hugging Face token Secret, and a spy on whom a shared actor wakes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
+from actors import Wake
 from actors.client import KubeClient
 from actors.client.known_resources import SECRETS
+from actors.interface import KubeObject
 from provider.kserve import build_provider
 from provider.model import kinds
 from tests.support.kserve import KServeCluster
@@ -41,3 +44,40 @@ async def provider_running(kserve: KServeCluster, namespace: str) -> AsyncIterat
     async with running_manager(kserve.plane, provider, namespace, shared=shared, client=client):
         yield
 
+
+@dataclass(frozen=True)
+class Woken:
+    """One call of a shared actor's `wake`: the Instances it chose (`namespace/name`) and how many
+    the manager says it woke (the same number, or the spy did not see what the manager did)."""
+
+    keys: frozenset[str]
+    count: int
+
+
+@dataclass
+class WakeSpy:
+    """Whom a shared actor's changes woke, one `Woken` per `wake` call. Counting reconciles cannot
+    tell this: any Instance may legitimately be reconciled at any time (KServe's status writes,
+    watch events, polls), but only the Instances the actor's change concerns may be woken by it."""
+
+    calls: list[Woken] = field(default_factory=list)
+
+    def wrap(self, wake: Wake) -> Wake:
+        """`wake`, recording the Instances its predicate chose: the manager wakes exactly those
+        (`Manager.wake_matching`)."""
+
+        def recording(predicate: Callable[[KubeObject], bool]) -> int:
+            keys: set[str] = set()
+
+            def chosen(obj: KubeObject) -> bool:
+                hit = predicate(obj)
+                if hit:
+                    meta = obj.get("metadata") or {}
+                    keys.add(f"{meta.get('namespace')}/{meta.get('name')}")
+                return hit
+
+            count = wake(chosen)
+            self.calls.append(Woken(frozenset(keys), count))
+            return count
+
+        return recording

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from actors import Wake
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject
@@ -21,8 +22,9 @@ from provider.topologies.llm import own_conditions
 from tests.support.instance_status import conditions_of, wait_phase
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import count_reconciles, idle, running_manager
-from tests.support.waiting import wait_for
+from tests.support.llm_runtime import READY_TIMEOUT, WakeSpy, Woken
+from tests.support.runtime import running_manager
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kserve]
 
@@ -58,7 +60,9 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
     kube, namespace, controlplane = kserve.kube, kserve_namespace, kserve.plane
     client = await KubeClient.connect(str(controlplane.kubeconfig))
     provider, shared = build_provider(env, client)
-    poll = shared.get(LoraCatalogActor).poll_seconds
+    adapters = shared.get(LoraCatalogActor)
+    poll = adapters.poll_seconds
+    wakes = spy_wakes(adapters)
 
     lora = llm_instance(
         "lora",
@@ -75,7 +79,7 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
     gated = llm_instance("gated", namespace, on_cluster=True, engine={"modelURI": GATED_URI, "computeProfile": "gpu"})
     gated["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = "1"
 
-    async with running_manager(controlplane, provider, namespace, shared=shared, client=client) as (manager, _):
+    async with running_manager(controlplane, provider, namespace, shared=shared, client=client):
         for body in (lora, plain, gated):
             await kube.create(INSTANCES, body)
 
@@ -85,13 +89,13 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
         def created(name: str) -> Callable[[], Awaitable[KubeObject | None]]:
             return lambda: llmisvc(name)
 
-        served = await wait_for(created("lora"))
+        # The first of three Instances the provider applies on a loaded machine: KServe's timeout.
+        served = await wait_for(created("lora"), timeout=READY_TIMEOUT)
         sft = next(a for a in full if a["name"] == ADAPTER)
         assert served["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]
-        # All Ready (KServe runs them), so that no poll of a not-yet-Ready Instance blurs the
-        # reconcile counts below.
+        # All Ready (KServe runs them): the conditions below are those of a Ready Instance.
         for name in ("lora", "plain", "gated"):
-            await wait_phase(kube, namespace, name, "Ready", timeout=120)
+            await wait_phase(kube, namespace, name, "Ready", timeout=READY_TIMEOUT)
 
         # The gated model, and no HF token configured: said up front, not as a 401 in a pod log.
         status = await wait_phase(kube, namespace, "gated", "Ready")
@@ -104,25 +108,44 @@ async def test_catalog_changes_revalidate_the_instances_that_use_them(
         # A public model carries no such condition.
         assert own_conditions.MODEL_ACCESS not in conditions_of(await wait_phase(kube, namespace, "plain", "Ready"))
 
-        # helm upgrade drops the adapter from the catalog.
-        await wait_for(idle(manager))
-        reconciles = count_reconciles(manager)
+        # Only the Instance that uses the LoRA catalog is woken by its changes. (Not a count of
+        # reconciles: KServe's late status writes and the provider's resync may reconcile any of
+        # them at any time; what the catalog must not do is wake the others.)
+        only_lora = Woken(frozenset({f"{namespace}/lora"}), 1)
+
+        async def catalog_woke(calls: int) -> list[Woken] | NotYet:
+            return list(wakes.calls) if len(wakes.calls) >= calls else NotYet(wakes.calls)
+
+        # helm upgrade drops the adapter from the catalog: the actor sees it within a few polls
+        # (the claim on time is the poll's), then the woken Instance fails validation.
         write_atomically(catalog, [a for a in full if a["name"] != ADAPTER])
-        status = await wait_phase(kube, namespace, "lora", "Failed", UNKNOWN_ADAPTER, timeout=3 * poll)
+        await wait_for(lambda: catalog_woke(1), what="the LoRA catalog to notice the change", timeout=3 * poll)
+        status = await wait_phase(kube, namespace, "lora", "Failed", UNKNOWN_ADAPTER)
         valid = conditions_of(status)["Valid"]
         assert (valid["status"], valid["reason"], valid["message"]) == ("False", "ValidationFailed", UNKNOWN_ADAPTER)
-        await wait_for(idle(manager))
-        # Only the Instance that uses the LoRA catalog was revalidated.
-        assert reconciles[f"{namespace}/plain"] == 0
-        assert reconciles[f"{namespace}/gated"] == 0
-        assert reconciles[f"{namespace}/lora"] >= 1
-        print(f"reconciles after removing the adapter: {dict(reconciles)}")
+        assert wakes.calls == [only_lora]
         # The objects stay while the Instance is Failed: a catalog typo must not take a model down.
         assert await llmisvc("lora") is not None
 
         # ... and puts it back: the Instance recovers without an edit.
         write_atomically(catalog, full)
-        await wait_phase(kube, namespace, "lora", "Ready", timeout=3 * poll)
+        await wait_for(lambda: catalog_woke(2), what="the LoRA catalog to notice the restore", timeout=3 * poll)
+        await wait_phase(kube, namespace, "lora", "Ready")
+        assert wakes.calls == [only_lora, only_lora]
         restored = await llmisvc("lora")
         assert restored is not None
         assert restored["spec"]["model"]["lora"]["adapters"] == [{"name": ADAPTER, "uri": sft["uri"]}]
+        # The very object served before: kept while Failed, not deleted and made again.
+        assert restored["metadata"]["uid"] == served["metadata"]["uid"]
+
+
+def spy_wakes(actor: LoraCatalogActor) -> WakeSpy:
+    """Whom the actor's reloads wake (wraps the `wake` its poll hands `reload`)."""
+    wakes = WakeSpy()
+    inner = actor.reload
+
+    def reload(wake: Wake) -> int:
+        return inner(wakes.wrap(wake))
+
+    actor.reload = reload  # type: ignore[method-assign]
+    return wakes

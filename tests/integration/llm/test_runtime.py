@@ -49,7 +49,7 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
         async def llmisvc() -> KubeObject | None:
             return await kube.get(LLM, ns, name)
 
-        applied = await wait_for(llmisvc)
+        applied = await wait_for(llmisvc, timeout=READY_TIMEOUT)  # the first pass, on a loaded machine
         assert is_owned_by(applied, created)
         assert ownership_labels(created, PROVIDER_NAME).items() <= applied["metadata"]["labels"].items()
         rendered = provider.render(created, catalogs=provider.catalogs())
@@ -115,13 +115,16 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
 
         children = await kserve_children(kube, ns, name)
         assert f"Deployment/{name}-kserve" in children and f"Service/{name}-kserve-workload-svc" in children
+        # Deletion waits on KServe's finalizer on the LLMInferenceService, then on the garbage
+        # collector for what KServe made: KServe's timeout.
         await kube.delete(INSTANCES, ns, name)
-        await wait_gone(kube, ns, name)
+        await wait_gone(kube, ns, name, timeout=READY_TIMEOUT)
 
-        async def all_gone() -> bool:
-            return await llmisvc() is None and await kube.get(INSTANCES, ns, name) is None
+        async def all_gone() -> bool | NotYet:
+            left = {"llmisvc": await llmisvc(), "instance": await kube.get(INSTANCES, ns, name)}
+            return all(obj is None for obj in left.values()) or NotYet([k for k, obj in left.items() if obj])
 
-        await wait_for(all_gone, timeout=60)
+        await wait_for(all_gone, what="the Instance and its LLMInferenceService gone", timeout=READY_TIMEOUT)
 
 
 async def test_pending_pods_are_provisioning_with_kserves_reason(kserve: KServeCluster, kserve_namespace: str) -> None:
@@ -139,7 +142,7 @@ async def test_pending_pods_are_provisioning_with_kserves_reason(kserve: KServeC
         # No longer than needed: KServe's llmisvc makes a new certificate on every reconcile while a
         # pod has no IP.
         await kube.delete(INSTANCES, ns, name)
-        await wait_gone(kube, ns, name)
+        await wait_gone(kube, ns, name, timeout=READY_TIMEOUT)  # through KServe's finalizer, as above
 
 
 async def test_missing_base_ref_fails_then_heals(kserve: KServeCluster, kserve_namespace: str) -> None:
@@ -179,20 +182,21 @@ async def test_llmisvc_restart_loses_nothing(kserve: KServeCluster, kserve_names
         try:
             await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"llmEngine": {"replicas": 2}}}})
 
-            async def refused() -> dict[str, Any] | None:
+            async def refused() -> dict[str, Any] | NotYet:
                 synced = conditions_of(await instance_status(kube, ns, name)).get("Synced") or {}
-                return synced if synced.get("status") == "False" else None
+                return synced if synced.get("status") == "False" else NotYet(synced)
 
-            synced = await wait_for(refused, timeout=60)
+            synced = await wait_for(refused, what="the apply refused (Synced False)", timeout=60)
             assert "webhook" in synced["message"]
         finally:
             await kserve.stack.start_controller(LLMISVC)
 
-        async def scaled() -> bool:
+        async def scaled() -> bool | NotYet:
             deployment = await kube.get(DEPLOYMENTS, ns, f"{name}-kserve") or {}
-            return (deployment.get("status") or {}).get("readyReplicas") == 2
+            ready = (deployment.get("status") or {}).get("readyReplicas")
+            return ready == 2 or NotYet({"readyReplicas": ready})
 
-        await wait_for(scaled, timeout=READY_TIMEOUT)
+        await wait_for(scaled, what="two ready replicas", timeout=READY_TIMEOUT)
 
         def ready_at_generation_2(status: dict[str, Any]) -> bool:
             synced = conditions_of(status).get("Synced") or {}
