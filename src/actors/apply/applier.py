@@ -27,7 +27,7 @@ is not touched either. Which writes were ours, so their watch events wake nobody
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -297,4 +297,9 @@ class Applier:
                     # Its DELETED event is still to come (the watch may have been faster).
                     self.writes.deleted((ref.resource, ref.namespace, ref.name))
                 return True
+            # It lingers, and the answer says so already: the index shows it going now, as its
+            # watch event will, so a retry that comes before that event does not delete it again.
+            indexed = self.index.get(ref.owner_key, ref.resource, ref.name)
+            if indexed is not None and indexed.uid == ref.uid and not indexed.deleting:
+                self.index.update(indexed, replace(indexed, deleting=True))
             return False
