@@ -130,7 +130,7 @@ async def test_instance_and_llminferenceservice_round_trip(kube: KubeClient, nam
     assert llm["spec"] == llm_spec
 
 
-async def _owner_deletion_collects_its_dependent(kube: KubeClient, namespace: str) -> None:
+async def _owner_deletion_collects_its_dependent(kube: KubeClient, namespace: str, timeout: float = 60) -> None:
     owner = await kube.create(CONFIGMAPS, {"metadata": {"name": "owner", "namespace": namespace}})
     ref = {
         "apiVersion": "v1",
@@ -146,7 +146,7 @@ async def _owner_deletion_collects_its_dependent(kube: KubeClient, namespace: st
     async def collected() -> bool:
         return await kube.get(CONFIGMAPS, namespace, "dependent") is None
 
-    await wait_for(collected, timeout=60)
+    await wait_for(collected, timeout=timeout, what="the dependent collected")
 
 
 async def test_garbage_collector_deletes_dependents(kube: KubeClient, namespace: str) -> None:
@@ -173,11 +173,15 @@ async def test_apiserver_restart_keeps_data(controlplane: ControlPlane, kube: Ku
     # The controller manager was restarted with it (instead of sitting out its informers' backoff)
     # and collects garbage. Its /healthz answers before it logs the controllers it started.
 
-    async def restarted() -> bool:
-        return _garbage_collector_starts(controlplane) == starts + 1
+    async def restarted() -> bool | NotYet:
+        seen = _garbage_collector_starts(controlplane)
+        return seen == starts + 1 or NotYet(f"garbage collector started {seen - starts} times since")
 
-    await wait_for(restarted)
-    await _owner_deletion_collects_its_dependent(kube, namespace)
+    # A process started afresh, which syncs an informer per served resource (dozens of CRDs)
+    # before it starts its controllers: slow on a busy 2-core machine.
+    await wait_for(restarted, timeout=120, what="kube-controller-manager restarted")
+    # Its garbage collector builds its graph from those informers before it collects anything.
+    await _owner_deletion_collects_its_dependent(kube, namespace, timeout=120)
 
 
 async def test_llm_presets_install_into_a_namespace(controlplane: ControlPlane, namespace: str) -> None:
@@ -222,8 +226,9 @@ async def test_service_account_token_is_subject_to_rbac(
                 return NotYet(err)
             return True
 
-        # The RBAC authorizer reads bindings from an informer: a moment after the write.
-        await wait_for(allowed, what="the RoleBinding in force", timeout=10)
+        # The RBAC authorizer reads bindings from an informer: a moment after the write, longer on
+        # a busy machine.
+        await wait_for(allowed, what="the RoleBinding in force", timeout=60)
 
 
 async def test_install_and_delete_a_crd(kube: KubeClient) -> None:

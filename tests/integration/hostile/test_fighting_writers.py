@@ -14,6 +14,7 @@ as promptly as without the fight.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,6 +42,13 @@ WRITE_VERBS = ("create", "update", "patch", "delete")
 # writer whose event met a pass under way), three writes each at most.
 PASSES = math.log2(FIGHT_SECONDS / 0.005) + 3
 WRITES_PER_FOUGHT = 3 * PASSES
+# Latencies of the bystander's change, compared by their medians: one sample is one scheduling
+# hiccup away from anything on a starved machine.
+SAMPLES = 3
+# What the bystander's change may take during the fight, whatever it took calm: on a loaded 2-core
+# machine a calm change takes up to a few seconds (more in a scheduling hiccup, which the median
+# leaves out); a provider whose pace the fight sets keeps an unrelated change waiting for longer.
+LATENCY_FLOOR = 10.0
 
 
 def writes(port: int) -> Counter[str]:
@@ -98,6 +106,11 @@ async def change_latency(kube: KubeClient, namespace: str, replicas: int) -> flo
     return time.monotonic() - started
 
 
+async def change_latencies(kube: KubeClient, namespace: str, replicas: range) -> list[float]:
+    """`change_latency` once per value of `replicas` (each a change from the one before)."""
+    return [await change_latency(kube, namespace, n) for n in replicas]
+
+
 async def test_five_fighting_writers_cost_a_bounded_number_of_requests(
     controlplane: Any, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
@@ -109,8 +122,9 @@ async def test_five_fighting_writers_cost_a_bounded_number_of_requests(
         await kube.create(INSTANCES, llm_instance(name, namespace, on_cluster=True))
     try:
         await provider.start()
-        await wait_converged(kube, namespace, [*FOUGHT, "bystander"])
-        calm = await change_latency(kube, namespace, 2)
+        # The first wait after a cold start of the process.
+        await wait_converged(kube, namespace, [*FOUGHT, "bystander"], timeout=120)
+        calm = await change_latencies(kube, namespace, range(2, 2 + SAMPLES))
         before = writes(metrics)
         until = time.monotonic() + FIGHT_SECONDS
         foreign = {}
@@ -121,19 +135,30 @@ async def test_five_fighting_writers_cost_a_bounded_number_of_requests(
 
             for i, name in enumerate(FOUGHT):
                 tg.start_soon(fight, name, gitops if i < 3 else kubectl_edit)
-            await anyio.sleep(FIGHT_SECONDS / 2)
-            fought = await change_latency(kube, namespace, 3)
+            # A third of the way in: the fought Instances' backoffs have grown, and the samples
+            # have the rest of the fight to be taken in.
+            await anyio.sleep(FIGHT_SECONDS / 3)
+            sampled_from = FIGHT_SECONDS - (until - time.monotonic())
+            fought = await change_latencies(kube, namespace, range(2 + SAMPLES, 2 + 2 * SAMPLES))
+            sampled_to = FIGHT_SECONDS - (until - time.monotonic())
         by_request = writes(metrics) - before
         ours = sum(by_request.values())
         rate = ours / FIGHT_SECONDS
         print(
             f"{sum(foreign.values())} foreign writes in {FIGHT_SECONDS:.0f} s; the provider's writes: "
             f"{ours:.0f} ({rate:.1f}/s, {ours / len(FOUGHT):.0f} per fought Instance, bound "
-            f"{WRITES_PER_FOUGHT:.0f}); the bystander's change applied in {calm * 1000:.0f} ms calm, "
-            f"{fought * 1000:.0f} ms during the fight; {dict(by_request)}"
+            f"{WRITES_PER_FOUGHT:.0f}); the bystander's change applied in {ms(calm)} ms calm, {ms(fought)} ms "
+            f"during the fight (sampled from {sampled_from:.1f} s to {sampled_to:.1f} s of "
+            f"{FIGHT_SECONDS:.0f}); {dict(by_request)}"
         )
-        assert ours <= WRITES_PER_FOUGHT * len(FOUGHT) + 4  # the bystander's own pass
-        assert fought < max(3 * calm, 2.0)
+        assert ours <= WRITES_PER_FOUGHT * len(FOUGHT) + 4 * SAMPLES  # the bystander's passes, one a change
+        # Fighting writers do not stall the provider: a change nobody fights goes through about as
+        # fast as it does calm.
+        assert statistics.median(fought) < max(3 * statistics.median(calm), LATENCY_FLOOR), (calm, fought)
         assert provider.alive()
     finally:
         await provider.stop()
+
+
+def ms(latencies: list[float]) -> str:
+    return "/".join(f"{seconds * 1000:.0f}" for seconds in latencies)

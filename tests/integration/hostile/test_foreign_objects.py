@@ -64,7 +64,8 @@ async def test_objects_labelled_as_ours_under_other_names_are_left_alone(
     await kube.create(INSTANCES, llm_instance("owner", namespace, on_cluster=True))
     try:
         await provider.start()
-        await wait_converged(kube, namespace, ["owner"])
+        # The first wait after a cold start of the process (`provider-kserve run`) on a busy machine.
+        await wait_converged(kube, namespace, ["owner"], timeout=120)
         owner = await kube.get(INSTANCES, namespace, "owner")
         assert owner is not None
         created = {body["metadata"]["name"]: await kube.create(resource, body) for resource, body in tenants_own(owner)}

@@ -29,12 +29,13 @@ from tests.support.hostile_writes import hostile_status
 from tests.support.instance_status import secret_text
 from tests.support.instances import INLINE_CONFIG, llm_instance
 from tests.support.kserve import KServeCluster
-from tests.support.runtime import running_manager
+from tests.support.runtime import record_requests, running_manager, wait_quiet
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 NO_RESYNC = 3600.0  # seconds: far beyond any test here
+READS = {"get", "list", "watch"}
 LLM_CRD = "llminferenceservices.serving.kserve.io"
 
 
@@ -66,9 +67,10 @@ async def test_deletions_with_nothing_to_delete_finish_at_once(
         for name in names:
             await kube.delete(INSTANCES, namespace, name)
         # Before: the Terminating status write moved the resourceVersion, the finalizer patch got
-        # 409, "finalizer removed" was logged, and each waited for the resync (5 min and more).
-        await wait_for(lambda: gone(kube, namespace, *names), timeout=60)
-        assert time.monotonic() - started < 60
+        # 409, "finalizer removed" was logged, and each waited for the resync (5 min and more; an
+        # hour here). Twenty deletions on a busy machine take seconds, far within the bound.
+        await wait_for(lambda: gone(kube, namespace, *names), timeout=120, what="the 20 Instances gone")
+        assert time.monotonic() - started < 120
 
 
 async def test_an_instance_handed_to_another_provider_is_released(
@@ -98,7 +100,9 @@ async def test_an_instance_handed_to_another_provider_is_released(
         instance = await wait_for(released, timeout=60)
         assert (instance["metadata"].get("labels") or {}).get(LABEL_PROVIDER) is None
         await kube.delete(INSTANCES, namespace, "moved")
-        await wait_for(lambda: gone(kube, namespace, "moved"), timeout=10)  # nothing holds it any more
+        # Nothing holds it any more: it goes with the DELETE (the default wait allows for a slow
+        # answer on a busy machine; a finalizer left on would hold it for good).
+        await wait_for(lambda: gone(kube, namespace, "moved"), what="moved gone")
 
 
 async def test_status_is_always_written_and_follows_kserve(controlplane: Any, kube: KubeClient, namespace: str) -> None:
@@ -196,7 +200,8 @@ async def test_names_and_numbers_over_field_limits_are_refused_without_an_apply(
         "odd-name": "llmEngine.parameters.modelName contains the unprintable character \\u202e",
         "bad-annotation": 'llmEngine.service.annotations has the invalid key "bad key"',
     }
-    async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC) as (_, requests):
+    async with running_manager(controlplane, kserve_provider(), namespace, resync_period=NO_RESYNC) as (manager, _):
+        requests = record_requests(manager)
         for name in cases:
             body = llm_instance(name, namespace, on_cluster=True)
             engine = body["spec"]["components"]["llmEngine"]
@@ -210,8 +215,14 @@ async def test_names_and_numbers_over_field_limits_are_refused_without_an_apply(
         for name, message in cases.items():
             failed = await wait_for(lambda n=name: phase_is(kube, namespace, n, "Failed"))  # type: ignore[misc]
             assert failed["message"].startswith(message), failed["message"]
-    applies = [r for r in requests if r[0] in ("patch", "dryrun") and not r[1].startswith("instances.")]
-    assert applies == []
+        # The pass that wrote each Failed status is over, and nothing ran since that could write.
+        await wait_quiet(manager)
+    # The requests were seen (each Instance's finalizer and status written), and no write went to
+    # anything but the Instances themselves and the Events about them: no apply, no dry run, no
+    # derived object created or deleted.
+    assert {verb for verb, resource, _ in requests if resource.startswith("instances.")} >= {"patch", "update"}
+    writes = [r for r in requests if r[0] not in READS and not r[1].startswith(("instances.", "events."))]
+    assert writes == [], writes
 
 
 async def test_a_removed_kserve_crd_is_reported_in_the_providers_words(

@@ -67,7 +67,8 @@ async def test_pod_labels_and_annotations_are_held_to_pod_security(
     await kube.create(INSTANCES, llm_instance("allowed", namespace, on_cluster=True, engine={"config": allowed}))
     try:
         await provider.start()
-        await wait_converged(kube, namespace, ["allowed"])
+        # The first wait after a cold start of the process (`provider-kserve run`) on a busy machine.
+        await wait_converged(kube, namespace, ["allowed"], timeout=120)
 
         async def all_failed() -> dict[str, str] | None:
             messages = {}

@@ -21,7 +21,7 @@ import aiohttp
 import anyio
 import pytest
 
-from actors.client import KubeClient
+from actors.client import ApiError, KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.interface import Resource
 from plane import free_port
@@ -30,7 +30,7 @@ from tests.support.convergence import wait_converged
 from tests.support.http import scrape
 from tests.support.instances import llm_instance
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
-from tests.support.waiting import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,8 @@ async def test_adapters_beyond_the_gateway_routes_limits_are_refused_by_validati
     }
     try:
         await provider.start()
-        await wait_for(lambda: serving(validation), timeout=60, what="/validate")
+        # A cold start of the process (imports, informers) on a busy machine.
+        await wait_for(lambda: serving(validation), timeout=120, what="/validate")
         async with aiohttp.ClientSession() as session:
             for body in (many, long_name):
                 name = body["metadata"]["name"]
@@ -151,10 +152,11 @@ async def test_an_object_the_api_server_refuses_is_failed_with_its_message_and_n
     metrics = free_port()
     provider = ProviderProcess(kubeconfig, namespace, tmp_path / "provider.log", args=["--metrics-port", str(metrics)])
     try:
-        await anyio.sleep(2)  # the policy takes effect once the API server has compiled it
+        await policy_in_force(kube, namespace)
         await kube.create(INSTANCES, llm_instance("big", namespace, on_cluster=True, component={"replicas": 6}))
         await provider.start()
-        status = await wait_for(lambda: failed(kube, namespace, "big"), timeout=60, what="big Failed")
+        # The first wait after a cold start of the process.
+        status = await wait_for(lambda: failed(kube, namespace, "big"), timeout=120, what="big Failed")
         assert status["message"].startswith("LLMInferenceService big was refused by the API server: ")
         assert "at most 4 replicas" in status["message"]
         synced = next(c for c in status["conditions"] if c["type"] == "Synced")
@@ -168,6 +170,27 @@ async def test_an_object_the_api_server_refuses_is_failed_with_its_message_and_n
         await provider.stop()
         await kube.delete(BINDINGS, None, f"replicas-{namespace}")
         await kube.delete(POLICIES, None, f"replicas-{namespace}")
+
+
+async def policy_in_force(kube: KubeClient, namespace: str) -> None:
+    """Wait until the API server refuses what the policy forbids: it takes effect only once the API
+    server has read the policy and its binding from its informers and compiled it, a moment after
+    the writes (longer on a busy machine). A server-side dry run stores nothing."""
+    probe = {
+        "apiVersion": LLM_INFERENCE_SERVICE.api_version,
+        "kind": LLM_INFERENCE_SERVICE.kind,
+        "metadata": {"name": "policy-probe", "namespace": namespace},
+        "spec": {"model": {"uri": "hf://a/b"}, "replicas": 6},
+    }
+
+    async def refused() -> bool | NotYet:
+        try:
+            await kube.apply(LLM_INFERENCE_SERVICE, probe, field_manager="probe", dry_run=True)
+        except ApiError as err:
+            return "at most 4 replicas" in str(err) or NotYet(err)
+        return NotYet("the dry run of 6 replicas was admitted")
+
+    await wait_for(refused, timeout=60, what="the ValidatingAdmissionPolicy in force")
 
 
 def refused_applies(port: int) -> float:

@@ -193,7 +193,9 @@ async def test_runtime_reconciles_status_and_topology_switch(kserve: KServeClust
         async def isvc() -> KubeObject | None:
             return await kube.get(INFERENCE_SERVICE, namespace, NAME)
 
-        applied = await wait_for(isvc)
+        # The first object on a cluster whose KServe webhooks default and validate it: slow on a
+        # busy machine.
+        applied = await wait_for(isvc, timeout=120, what="the InferenceService")
         # KServe's defaulting webhook adds to the spec; everything we set is there as we set it.
         assert first_difference(desired(created)["spec"], applied["spec"]) is None
         assert is_owned_by(applied, created)
@@ -224,7 +226,8 @@ async def test_runtime_reconciles_status_and_topology_switch(kserve: KServeClust
             llm = await kube.get(llm_kinds.LLM_INFERENCE_SERVICE, namespace, NAME)
             return llm is not None and await isvc() is None
 
-        await wait_for(switched_to_llm)
+        # The InferenceService goes once KServe's own finalizer has cleaned up after it.
+        await wait_for(switched_to_llm, timeout=120, what="the LLMInferenceService, and the InferenceService gone")
 
         # llm → predictor
         await kube.patch(
@@ -248,7 +251,8 @@ async def test_runtime_reconciles_status_and_topology_switch(kserve: KServeClust
                     return False
             return True
 
-        await wait_for(switched_back)
+        # Likewise the llm objects, through KServe's finalizers.
+        await wait_for(switched_back, timeout=120, what="the InferenceService, and the llm objects gone")
 
         async def predictor_status_again() -> bool:
             """The new InferenceService Ready by KServe's word; none of the llm topology's conditions."""
@@ -266,4 +270,4 @@ async def test_runtime_reconciles_status_and_topology_switch(kserve: KServeClust
         async def all_gone() -> bool:
             return await kube.get(INSTANCES, namespace, NAME) is None and await isvc() is None
 
-        await wait_for(all_gone)
+        await wait_for(all_gone, timeout=120, what="the Instance and the InferenceService gone")
