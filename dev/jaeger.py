@@ -176,10 +176,18 @@ class Jaeger:
         return spans
 
 
+# What Jaeger's query service adds to a span it returns (e.g. `@jaeger@warnings`: "parent span ID=…
+# is not in the trace; skipping clock skew adjustment", when its adjusters see a trace in parts):
+# its own notes, not attributes the provider set.
+JAEGER_NOTES = "@jaeger@"
+
+
 def attributes(span: dict[str, Any]) -> dict[str, Any]:
-    """An OTLP JSON span's attributes as plain values."""
+    """An OTLP JSON span's attributes as plain values (without Jaeger's own notes)."""
     out = {}
     for attribute in span.get("attributes", []):
+        if attribute["key"].startswith(JAEGER_NOTES):
+            continue
         value = attribute["value"]
         (kind, raw), *_ = value.items() or [("", None)]
         out[attribute["key"]] = int(raw) if kind == "intValue" else raw

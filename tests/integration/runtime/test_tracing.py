@@ -20,7 +20,7 @@ from jaeger import Jaeger, attributes
 from tests.support.built_tools import built
 from tests.support.instances import null_instance
 from tests.support.null_provider import RefusedConfigMap, StalledProvider
-from tests.support.runtime import running_manager
+from tests.support.runtime import running_manager, wait_quiet
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -98,9 +98,11 @@ async def phase(kube: Any, namespace: str, name: str) -> str | None:
 
 
 async def test_reconcile_tree_of_a_new_instance(controlplane: Any, kube: Any, namespace: str, jaeger: Jaeger) -> None:
-    async with running_manager(controlplane, RefusedConfigMap(), namespace):
+    async with running_manager(controlplane, RefusedConfigMap(), namespace) as (manager, _):
         await kube.create(INSTANCES, null_instance("traced", namespace))
         await wait_for(lambda: _is(phase(kube, namespace, "traced"), "Ready"))
+        # The pass that wrote Ready goes on (the connection Secret): stopping now would cut it short.
+        await wait_quiet(manager)
     key = f"{namespace}/traced"
     tree = await spans_of(jaeger, lambda t: full_pass(t, key, {"validate", "sync", "status"}))
     root = full_pass(tree, key, {"validate", "sync", "status"})
@@ -134,11 +136,12 @@ async def test_cleanup_tree_on_deletion(controlplane: Any, kube: Any, namespace:
     async def gone() -> bool:
         return await kube.get(INSTANCES, namespace, "deleted") is None
 
-    async with running_manager(controlplane, RefusedConfigMap(), namespace):
+    async with running_manager(controlplane, RefusedConfigMap(), namespace) as (manager, _):
         await kube.create(INSTANCES, null_instance("deleted", namespace))
         await wait_for(lambda: _is(phase(kube, namespace, "deleted"), "Ready"))
         await kube.delete(INSTANCES, namespace, "deleted")
         await wait_for(gone)
+        await wait_quiet(manager)  # the pass that removed the finalizer, to its end
     key = f"{namespace}/deleted"
     tree = await spans_of(jaeger, lambda t: full_pass(t, key, {"cleanup", "finalizer"}))
     root = full_pass(tree, key, {"cleanup", "finalizer"})
