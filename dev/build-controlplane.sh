@@ -140,19 +140,28 @@ with_lock() { # dir command...
   ) 9>"$dir/.lock"
 }
 
-build_controlplane() {
-  local work="$CACHE/k8s-$K8S_VERSION"
-  with_lock "$work" build_k8s_commands "$work" kube-apiserver kube-controller-manager etcd
+# The Kubernetes commands named, built unless every one is there. build_k8s_commands renames
+# binaries into place only once all are built, so one that is there is whole and the check needs no
+# lock: a test asking for the control plane is not held up for minutes while CI builds the node's
+# commands (`make e2e-builds`, beside `make test`) under that lock.
+k8s_commands() { # command...
+  local work="$CACHE/k8s-$K8S_VERSION" name
+  for name in "$@"; do
+    if [[ ! -x "$work/bin/$name" ]]; then
+      with_lock "$work" build_k8s_commands "$work" "$@"
+      echo "$work/bin"
+      return
+    fi
+  done
+  log "$* $K8S_VERSION cached in $work/bin"
   echo "$work/bin"
 }
 
+build_controlplane() { k8s_commands kube-apiserver kube-controller-manager etcd; }
+
 # The node components of the node-mode cluster (and the scheduler for fake kwok nodes), and the
 # kubectl its users and end-to-end tests drive it with.
-build_node() {
-  local work="$CACHE/k8s-$K8S_VERSION"
-  with_lock "$work" build_k8s_commands "$work" kubelet kube-scheduler kube-proxy kubectl
-  echo "$work/bin"
-}
+build_node() { k8s_commands kubelet kube-scheduler kube-proxy kubectl; }
 
 # The KServe wrapper module (idempotent; the caller holds the lock).
 prepare_kserve_module() {
@@ -251,17 +260,9 @@ build_kwok() {
   echo "$bin"
 }
 
-build_scheduler() {
-  local work="$CACHE/k8s-$K8S_VERSION"
-  with_lock "$work" build_k8s_commands "$work" kube-scheduler
-  echo "$work/bin"
-}
+build_scheduler() { k8s_commands kube-scheduler; }
 
-build_kubectl() {
-  local work="$CACHE/k8s-$K8S_VERSION"
-  with_lock "$work" build_k8s_commands "$work" kubectl
-  echo "$work/bin"
-}
+build_kubectl() { k8s_commands kubectl; }
 
 install_tool() { # name module version bin
   local name="$1" module="$2" version="$3" bin="$4"
