@@ -249,14 +249,19 @@ async def install_crds(
     return names
 
 
-async def delete_crd(client: KubeClient, name: str, *, wait: bool = True, timeout: float = 60.0) -> bool:
+async def delete_crd(client: KubeClient, name: str, *, wait: bool = True, timeout: float = 180.0) -> bool:
     """Delete one CRD (and with it all its objects); True when it existed. With `wait`, returns
-    only once the apiserver no longer has it."""
+    only once the apiserver no longer has it. The apiserver first deletes every object of the kind
+    in every namespace, one by one: on a shared, loaded control plane that takes a while, so the
+    timeout is generous and its error says how far the deletion got (the CRD's Terminating
+    condition)."""
     existed = await client.delete(CRD, None, name)
     deadline = time.monotonic() + timeout
-    while wait and await client.get(CRD, None, name) is not None:
+    while wait and (crd := await client.get(CRD, None, name)) is not None:
         if time.monotonic() > deadline:
-            raise ControlPlaneError(f"CRD {name} still present {timeout:.0f}s after delete")
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            terminating = [c for c in conditions if c.get("type") == "Terminating"]
+            raise ControlPlaneError(f"CRD {name} still present {timeout:.0f}s after delete: {terminating}")
         await anyio.sleep(0.2)
     return existed
 

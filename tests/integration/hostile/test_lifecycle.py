@@ -239,7 +239,7 @@ async def test_a_removed_kserve_crd_is_reported_in_the_providers_words(
                 status = await status_of(kube, namespace, "before")
                 return status if "KServe is not installed" in status.get("message", "") else None
 
-            status = await wait_for(reported, timeout=60)
+            status = await wait_for(reported, what="the missing CRD reported on status", timeout=120)
             assert "404 page not found" not in str(status)
         finally:
             # Only the CRD that was removed: replacing the other large KServe CRDs is slow on a busy machine.
