@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 E2E_STAMP := $(VENV)/.installed-e2e
 
-.PHONY: lock demo test lint unit integration binaries kserve-binaries observability-tools generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e e2e-builds demo-cluster
+.PHONY: lock demo test lint unit integration binaries kserve-binaries observability-tools generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
@@ -77,16 +77,6 @@ e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	dev/build-controlplane.sh jaeger >/dev/null
 	dev/build-controlplane.sh prometheus >/dev/null
 	$(BIN)/pytest -q -m e2e -p no:randomly tests/e2e
-
-## e2e-builds: (root) what `make e2e` builds before its tests, on its own: the node's binaries, tilt,
-## the chart's inputs (helm) and the four images. CI runs it beside `make test`, whose tests mostly
-## wait on controllers (docs/ci-time.md); cached, it takes seconds
-e2e-builds: binaries chart-deps vendor-kserve-crds
-	dev/build-controlplane.sh node >/dev/null
-	dev/build-controlplane.sh tilt >/dev/null
-	dev/build-image.sh all >/dev/null
-	dev/build-image.sh modelserver >/dev/null
-	dev/build-image.sh vllm-cpu >/dev/null
 
 $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 	$(BIN)/pip install --quiet -r requirements/e2e.lock

@@ -142,8 +142,8 @@ with_lock() { # dir command...
 
 # The Kubernetes commands named, built unless every one is there. build_k8s_commands renames
 # binaries into place only once all are built, so one that is there is whole and the check needs no
-# lock: a test asking for the control plane is not held up for minutes while CI builds the node's
-# commands (`make e2e-builds`, beside `make test`) under that lock.
+# lock: a test asking for the control plane is not held up for minutes while `make e2e` or
+# `make demo-cluster` builds the node's commands under that lock.
 k8s_commands() { # command...
   local work="$CACHE/k8s-$K8S_VERSION" name
   for name in "$@"; do
