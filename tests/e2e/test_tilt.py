@@ -367,7 +367,7 @@ def seed_user_caches(home: Path, repo: Path) -> None:
     vendored inputs (gitignored)."""
     ours = Path(os.environ.get("PROVIDER_KSERVE_CACHE") or Path.home() / ".cache" / "provider-kserve")
     theirs = home / ".cache" / "provider-kserve"
-    for target, names in {"controlplane": ("kube-apiserver", "kube-controller-manager", "etcd"),
+    for target, names in {"controlplane": ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"),
                           "kubectl": ("kubectl",), "helm": ("helm",), "tilt": ("tilt",),
                           "jaeger": ("jaeger",), "prometheus": ("promtool", "prometheus")}.items():  # fmt: skip
         directory = built(target)
