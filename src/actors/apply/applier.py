@@ -36,6 +36,7 @@ from opentelemetry import trace
 
 from actors.apply.conflicts import (
     ApplyConflict,
+    FieldConflict,
     InvalidObject,
     NameClash,
     ResourceNotServed,
@@ -43,9 +44,10 @@ from actors.apply.conflicts import (
     owner_in_words,
     parse_conflicts,
 )
+from actors.apply.stray_entries import removal_patch, stray_entries
 from actors.apply.write_ledger import ObjectId, WriteLedger
 from actors.cache.owned_index import OwnedIndex, OwnedRef, projected
-from actors.client import ApiError, KubeClient
+from actors.client import JSON_PATCH, ApiError, KubeClient
 from actors.client.concurrently import all_of
 from actors.client.json_codec import content_hash
 from actors.client.resource import GroupVersionKind, KubeObject, Resource, gvk_of
@@ -254,7 +256,67 @@ class Applier:
         if existing is not None and not is_owned_by(existing, instance):
             raise NameClash(stamped["kind"], meta["namespace"], meta["name"], owner_in_words(existing))
 
-    async def _apply(self, resource: Resource, stamped: KubeObject, *, force: bool, result: SyncResult) -> KubeObject:
+    async def _apply(
+        self, resource: Resource, stamped: KubeObject, *, force: bool, result: SyncResult, again: bool = True
+    ) -> KubeObject:
+        """Apply; hand edits of our fields are taken back, entries a hand edit left in our keyed
+        lists removed (before applying again when they made the object invalid), other conflicts
+        raised."""
+        try:
+            written = await self._apply_fields(resource, stamped, force=force, result=result)
+        except ApiError as err:
+            if not (err.invalid and again):
+                raise
+            # Refused, perhaps for an entry a hand edit left beside ours (two ports named `http`).
+            live = await self.client.get(resource, stamped["metadata"]["namespace"], stamped["metadata"]["name"])
+            if live is None or not await self._remove_strays(
+                resource, live, stamped, force=force, result=result, refused=True
+            ):
+                raise
+            return await self._apply(resource, stamped, force=force, result=result, again=False)
+        return await self._remove_strays(resource, written, stamped, force=force, result=result) or written
+
+    async def _remove_strays(
+        self,
+        resource: Resource,
+        live: KubeObject,
+        stamped: KubeObject,
+        *,
+        force: bool,
+        result: SyncResult,
+        refused: bool = False,
+    ) -> KubeObject | None:
+        """Remove the entries of our keyed lists that hand edits left (every other writer's too when
+        forced); the object after, or None when there were none. Another writer's entry is left
+        alone, unless the API server `refused` our apply: then it is an ApplyConflict naming the
+        entry and its manager (the force annotation takes it out), not a duplicate name."""
+        found = stray_entries(live, stamped, self.field_manager)
+        strays = [s for s in found if force or s.hand_edit]
+        kind, meta = stamped["kind"], stamped["metadata"]
+        if refused:
+            foreign = [s for s in found if s not in strays]
+            if foreign:
+                raise ApplyConflict(
+                    kind, meta["name"], [FieldConflict(s.field, s.managers, "an entry beside ours") for s in foreign]
+                )
+        if not strays:
+            return None
+        result.taken_back += [f"{kind} {meta['name']} {s.field} (from {s.managers})" for s in strays]
+        log.info(
+            "removing list entries left by hand edits", kind=kind, name=meta["name"], entries=[s.field for s in strays]
+        )
+        return await self.client.patch(
+            resource,
+            meta["namespace"],
+            meta["name"],
+            removal_patch(strays),
+            content_type=JSON_PATCH,
+            field_manager=self.field_manager,
+        )
+
+    async def _apply_fields(
+        self, resource: Resource, stamped: KubeObject, *, force: bool, result: SyncResult
+    ) -> KubeObject:
         """Apply; hand edits of our fields are taken back, other conflicts raised."""
         try:
             return await self.client.apply(resource, stamped, field_manager=self.field_manager, force=force)
