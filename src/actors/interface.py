@@ -107,6 +107,9 @@ class StatusReport:
     requeue_after: float | None = None
     # Per component; () leaves status.components as it is (a pass that learned nothing of them).
     components: Sequence[ComponentStatus] = ()
+    # The reason of a Warning Event saying `message`, when the message tells of something waiting
+    # will not fix (pods that cannot be scheduled, say): recorded when the message is new.
+    warning: str = ""
 
 
 class ValidationFailed(Exception):

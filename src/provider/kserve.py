@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from pydantic import ValidationError
@@ -41,7 +41,7 @@ from provider.rules.quote import quote
 from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import register_catalogs
 from provider.shared.namespace_levels import NamespaceLevels
-from provider.shared.workload_pods import ComponentPods, WorkloadPods
+from provider.shared.workload_pods import PULL_REASONS, ComponentPods, WorkloadPods
 from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
 from provider.topologies.registry import build_topologies
 
@@ -80,6 +80,31 @@ def component_statuses(
         found = pods.get(name, ComponentPods())
         out.append(ComponentStatus(name, found.ready, found.total, component_state(found, phase), found.pods))
     return tuple(out)
+
+
+# A component's pods that waiting will not start: the Instance's message says so, in a Warning
+# Event of this reason once.
+PODS_CANNOT_START: Final = "PodsCannotStart"
+# Phases on the way to serving, whose message is otherwise KServe's ("Deployment does not have
+# minimum availability.").
+_ON_THE_WAY = frozenset({Phase.PENDING, Phase.PROVISIONING, Phase.INITIALIZING, Phase.UPDATING, Phase.RESUMING})
+
+
+def held_back(report: StatusReport, components: Sequence[str], pods: Mapping[str, ComponentPods]) -> StatusReport:
+    """`report` with the message of the first component whose pods cannot start (the component,
+    the state, the scheduler's or the kubelet's words), while the Instance is on its way to serving;
+    `report` itself otherwise."""
+    if report.phase not in _ON_THE_WAY:
+        return report
+    for name in components:
+        found = pods.get(name)
+        if found is not None and found.problem:
+            # ErrImagePull and ImagePullBackOff alternate while nothing changes: one word for both.
+            state = "ImagePullBackOff" if found.problem in PULL_REASONS else found.problem
+            return replace(
+                report, message=f"{name}: {state}: {found.detail or found.problem}", warning=PODS_CANNOT_START
+            )
+    return report
 
 
 def node_addresses(nodes: Iterable[KubeObject]) -> list[str]:
@@ -255,6 +280,7 @@ class KServeProvider:
             return report
         meta = valid.instance.metadata
         pods = self._workload_pods(meta.namespace, meta.name)
+        report = held_back(report, valid.topology.components, pods)
         return replace(report, components=component_statuses(valid.topology.components, pods, report.phase))
 
     async def cleanup(self, ctx: ReconcileContext) -> None:

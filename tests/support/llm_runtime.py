@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from actors import Wake
 from actors.client import KubeClient
@@ -19,6 +20,17 @@ from tests.support.runtime import running_manager
 LLM = kinds.LLM_INFERENCE_SERVICE
 ENV = {"HF_TOKEN_SECRET_NAME": "hf-token", "POD_MONITOR_INTERVAL": "15s"}
 PENDING = "Deployment does not have minimum availability."
+
+
+def held_for_gpus(status: dict[str, Any]) -> bool:
+    """Provisioning, and the message says what holds the pod back: the scheduler's own words (more
+    GPUs than the Node has), not KServe's "minimum availability"."""
+    message = str(status.get("message", ""))
+    return (
+        status.get("phase") == "Provisioning"
+        and message.startswith("llmEngine: Unschedulable: 0/")
+        and "Insufficient nvidia.com/gpu" in message
+    )
 READY_TIMEOUT = 120.0
 
 

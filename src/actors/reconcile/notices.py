@@ -53,6 +53,12 @@ class Notices:
         elif phase == Phase.FAILED:
             await self._warn(instance, "Failed", message, STATUS)
 
+    async def warning(self, instance: KubeObject, reason: str, message: str) -> None:
+        """A status message worth a Warning (the provider gave its reason), once: when the
+        Instance's status said something else before."""
+        if reason and message != (instance.get("status") or {}).get("message"):
+            await self._warn(instance, reason, message, STATUS)
+
     async def deleted(self, instance: KubeObject, objects: Sequence[str]) -> None:
         if objects:
             await self._record(instance, "Normal", "Deleted", "deleted " + ", ".join(objects), CLEANUP)

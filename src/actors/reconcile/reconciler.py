@@ -281,6 +281,7 @@ class InstanceReconciler:
                 complete=True,
             )
         await self.notices.phase(instance, report.phase, report.message)
+        await self.notices.warning(instance, report.warning, report.message)
         await self.notices.deleted(instance, synced.pruned_objects)
         if synced.taken_back:
             await self.notices.taken_back(instance, synced.taken_back)

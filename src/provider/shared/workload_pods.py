@@ -58,6 +58,11 @@ class PodFacts:
     # Why it is not running ("" when nothing is known to be wrong): a stuck container's reason,
     # Unschedulable, or the pod's Failed phase.
     problem: str = ""
+    # The same in the words of whoever knows (the scheduler, the kubelet), for the Instance's
+    # message: at most DETAIL_LENGTH characters, on one line; worded so that it does not change
+    # while nothing changes (a pull's ErrImagePull and ImagePullBackOff alternate; a crash loop's
+    # back-off grows).
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,24 +72,48 @@ class ComponentPods:
     pods: tuple[str, ...] = ()
     ready: int = 0
     problem: str = ""
+    detail: str = ""
 
     @property
     def total(self) -> int:
         return len(self.pods)
 
 
-def _problem(pod: KubeObject) -> str:
+DETAIL_LENGTH: Final = 300
+PULL_REASONS: Final = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
+
+
+def _one_line(text: object) -> str:
+    words = " ".join(str(text or "").split())
+    return words if len(words) <= DETAIL_LENGTH else words[: DETAIL_LENGTH - 1] + "…"
+
+
+def _container_detail(container: KubeObject, reason: str) -> str:
+    name = container.get("name", "?")
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    if reason in PULL_REASONS:
+        return f"container {name}: image {container.get('image', '?')} cannot be pulled"
+    if reason == "CrashLoopBackOff":
+        last = (container.get("lastState") or {}).get("terminated") or {}
+        how = f"exit code {last['exitCode']}" if "exitCode" in last else "no exit code yet"
+        return f"container {name} keeps exiting ({how}{', ' + last['reason'] if last.get('reason') else ''})"
+    return f"container {name}: {waiting.get('message') or reason}"
+
+
+def _problem(pod: KubeObject) -> tuple[str, str]:
+    """What keeps the pod from running, as (state, the pod's own words); ("", "") for nothing."""
     status = pod.get("status") or {}
     if status.get("phase") == "Failed":
-        return str(status.get("reason") or "Failed")
+        reason = str(status.get("reason") or "Failed")
+        return reason, _one_line(status.get("message") or reason)
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
-            return "Unschedulable"
+            return "Unschedulable", _one_line(condition.get("message") or "no node fits the pod")
     for container in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
-        reason = ((container.get("state") or {}).get("waiting") or {}).get("reason")
-        if reason in STUCK_REASONS:
-            return str(reason)
-    return ""
+        waiting = str(((container.get("state") or {}).get("waiting") or {}).get("reason") or "")
+        if waiting in STUCK_REASONS:
+            return waiting, _one_line(_container_detail(container, waiting))
+    return "", ""
 
 
 def pod_facts(pod: KubeObject) -> PodFacts | None:
@@ -98,32 +127,37 @@ def pod_facts(pod: KubeObject) -> PodFacts | None:
     ready = status.get("phase") == "Running" and any(
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
     )
+    problem, detail = _problem(pod)
     return PodFacts(
         instance=f"{meta['namespace']}/{instance}",
         component=str(component),
         name=str(meta.get("name", "")),
         ready=ready,
         terminating=bool(meta.get("deletionTimestamp")) or status.get("phase") == "Succeeded",
-        problem=_problem(pod),
+        problem=problem,
+        detail=detail,
     )
 
 
 def summarize(pods: Iterable[PodFacts]) -> dict[str, ComponentPods]:
-    """Per component: the pods not terminating, how many are ready, the first problem."""
+    """Per component: the pods not terminating, how many are ready, the problem of the first pod
+    (by name) that has one."""
     names: dict[str, list[str]] = {}
     ready: dict[str, int] = {}
-    problems: dict[str, str] = {}
-    for pod in pods:
+    problems: dict[str, PodFacts] = {}
+    for pod in sorted(pods, key=lambda p: p.name):
         if pod.terminating:
             continue
         names.setdefault(pod.component, []).append(pod.name)
         ready[pod.component] = ready.get(pod.component, 0) + int(pod.ready)
-        if pod.problem and not problems.get(pod.component):
-            problems[pod.component] = pod.problem
-    return {
-        component: ComponentPods(tuple(sorted(pods_)), ready.get(component, 0), problems.get(component, ""))
-        for component, pods_ in names.items()
-    }
+        if pod.problem and pod.component not in problems:
+            problems[pod.component] = pod
+    summary = {}
+    for component, pods_ in names.items():
+        held = problems.get(component)
+        problem, detail = (held.problem, held.detail) if held else ("", "")
+        summary[component] = ComponentPods(tuple(pods_), ready.get(component, 0), problem, detail)
+    return summary
 
 
 class WorkloadPods(SharedActor):

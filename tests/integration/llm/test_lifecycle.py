@@ -26,7 +26,7 @@ from provider.topologies.suspension import STOP_ANNOTATION
 from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_status
 from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, PODS, KServeCluster, kserve_children, wait_all_gone
-from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, provider_running
+from tests.support.llm_runtime import ENV, LLM, READY_TIMEOUT, held_for_gpus, provider_running
 from tests.support.phases import recording_phases
 from tests.support.waiting import NotYet, wait_for
 
@@ -167,7 +167,7 @@ async def test_suspension_while_provisioning_then_delete(kserve: KServeCluster, 
         body["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = str(kserve.stack.gpus * 2)
         await kube.create(INSTANCES, body)
 
-        await wait_status(kube, ns, name, lambda s: s.get("message") == PENDING, "the pod pending", READY_TIMEOUT)
+        await wait_status(kube, ns, name, held_for_gpus, "the pod held back", READY_TIMEOUT)
         # The GET above can be ahead of the recorder's watch: mark only once the recorder too has
         # seen Provisioning. A Provisioning may still follow the mark (the pending message still
         # in flight on the watch, or KServe writing once more before the patch lands): those, and

@@ -13,20 +13,28 @@ from typing import Any
 import pytest
 
 from actors.client import KubeClient
-from actors.client.known_resources import INSTANCES
+from actors.client.known_resources import EVENTS, INSTANCES
 from actors.contract import is_owned_by, ownership_labels
 from actors.interface import KubeObject
 from kservestack import KSERVE_NAMESPACE, LLMISVC
 from kservestack.manifests import CPU_PRESET_NAME
 from plane import create_or_replace
-from provider.kserve import build_provider
+from provider.kserve import PODS_CANNOT_START, build_provider
 from provider.model import kinds
 from provider.model.names import PROVIDER_NAME
 from provider.topologies.llm import own_conditions
 from tests.support.instance_status import conditions_of, connection_secret, instance_status, wait_phase, wait_status
 from tests.support.instances import llm_instance
 from tests.support.kserve import DEPLOYMENTS, KServeCluster, kserve_children, wait_gone
-from tests.support.llm_runtime import ENV, LLM, PENDING, READY_TIMEOUT, hf_token_secret, provider_running
+from tests.support.llm_runtime import (
+    ENV,
+    LLM,
+    PENDING,
+    READY_TIMEOUT,
+    held_for_gpus,
+    hf_token_secret,
+    provider_running,
+)
 from tests.support.runtime import running_manager
 from tests.support.waiting import NotYet, wait_for
 
@@ -127,18 +135,31 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
         await wait_for(all_gone, what="the Instance and its LLMInferenceService gone", timeout=READY_TIMEOUT)
 
 
-async def test_pending_pods_are_provisioning_with_kserves_reason(kserve: KServeCluster, kserve_namespace: str) -> None:
-    """More GPUs than the Node has: the pod stays Pending; the Instance says what KServe says."""
+async def test_pending_pods_are_provisioning_saying_why(kserve: KServeCluster, kserve_namespace: str) -> None:
+    """More GPUs than the Node has: the pod stays Pending; the Instance's message names the
+    component, the state and the scheduler's words (issue 38), KServe's reason stays in its
+    condition, and one Warning Event says it."""
     kube, ns, name = kserve.kube, kserve_namespace, "greedy"
     async with provider_running(kserve, ns):
         engine = {"computeProfile": "gpu"}
         body = llm_instance(name, ns, on_cluster=True, engine=engine)
         body["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = str(kserve.stack.gpus * 2)
         await kube.create(INSTANCES, body)
-        status = await wait_phase(kube, ns, name, "Provisioning", PENDING, timeout=READY_TIMEOUT)
+        status = await wait_status(kube, ns, name, held_for_gpus, "the scheduler's words", READY_TIMEOUT)
         ready = conditions_of(status)["KServeReady"]
         assert (ready["status"], ready["reason"], ready["message"]) == ("False", "MinimumReplicasUnavailable", PENDING)
+        assert [c["state"] for c in status["components"]] == ["Unschedulable"]
         assert await connection_secret(kube, ns, name) == {}
+
+        async def warned() -> list[KubeObject] | NotYet:
+            items, _ = await kube.list_all(EVENTS, ns)
+            found = [e for e in items if e["regarding"]["name"] == name and e["reason"] == PODS_CANNOT_START]
+            return found or NotYet(sorted({e["reason"] for e in items}))
+
+        # One Event, saying what the message says (when it is said again is the unit tests' business:
+        # only when the message is new).
+        [event] = await wait_for(warned, what="a PodsCannotStart Event", timeout=60)
+        assert event["note"] == status["message"] and event["type"] == "Warning"
         # No longer than needed: KServe's llmisvc makes a new certificate on every reconcile while a
         # pod has no IP.
         await kube.delete(INSTANCES, ns, name)

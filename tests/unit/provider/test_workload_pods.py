@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors import ComponentStatus, Phase
-from provider.kserve import component_state, component_statuses
+from actors import ComponentStatus, Phase, StatusReport
+from provider.kserve import PODS_CANNOT_START, component_state, component_statuses, held_back
 from provider.shared.workload_pods import (
+    DETAIL_LENGTH,
     LABEL_COMPONENT,
     LABEL_INSTANCE,
     SELECTOR,
@@ -116,3 +117,59 @@ def test_every_component_of_the_topology_is_reported_and_no_other() -> None:
     assert component_statuses(("llmEngine",), {}, Phase.PROVISIONING) == (
         ComponentStatus("llmEngine", 0, 0, "Pending", ()),
     )
+
+
+def unschedulable(name: str) -> dict[str, Any]:
+    held = pod(name, phase="Pending")
+    held["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.\npreemption: 0/1 nodes are available.",
+        }
+    ]
+    return held
+
+
+def image_pull(name: str, reason: str) -> dict[str, Any]:
+    stuck = pod(name, phase="Pending", waiting=reason)
+    stuck["status"]["containerStatuses"][0].update(image="registry.invalid/vllm:none")
+    stuck["status"]["containerStatuses"][0]["state"]["waiting"]["message"] = f"{reason}: changes every retry"
+    return stuck
+
+
+def test_what_keeps_a_pod_from_running_in_its_own_words_on_one_line() -> None:
+    facts = pod_facts(unschedulable("a"))
+    assert facts is not None and facts.problem == "Unschedulable"
+    assert (
+        facts.detail == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available."
+    )
+    # A pull's two alternating states read the same, without the kubelet's changing message.
+    pulls = {pod_facts(image_pull("b", reason)) for reason in ("ErrImagePull", "ImagePullBackOff")}
+    assert {(f.problem, f.detail) for f in pulls if f} == {
+        ("ErrImagePull", "container main: image registry.invalid/vllm:none cannot be pulled"),
+        ("ImagePullBackOff", "container main: image registry.invalid/vllm:none cannot be pulled"),
+    }
+    crashing = pod("c", waiting="CrashLoopBackOff")
+    crashing["status"]["containerStatuses"][0]["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error"}}
+    assert pod_facts(crashing).detail == "container main keeps exiting (exit code 1, Error)"  # type: ignore[union-attr]
+    long = unschedulable("d")
+    long["status"]["conditions"][0]["message"] = "x" * 1000
+    assert len(pod_facts(long).detail) == DETAIL_LENGTH  # type: ignore[union-attr]
+
+
+def test_an_instance_on_its_way_says_what_holds_its_pods_back() -> None:
+    facts = [pod_facts(unschedulable("b-2")), pod_facts(image_pull("b-1", "ErrImagePull"))]
+    found = summarize(f for f in facts if f is not None)
+    provisioning = StatusReport(Phase.PROVISIONING, "Deployment does not have minimum availability.")
+    held = held_back(provisioning, ("llmEngine",), found)
+    # The first pod by name: the same message whatever order the watch delivered them in.
+    assert (
+        held.message == "llmEngine: ImagePullBackOff: container main: image registry.invalid/vllm:none cannot be pulled"
+    )
+    assert held.warning == PODS_CANNOT_START and held.phase == Phase.PROVISIONING
+    # Serving, suspended or failed: the phase's own message stands.
+    for phase in (Phase.READY, Phase.SUSPENDED, Phase.FAILED):
+        assert held_back(StatusReport(phase, "m"), ("llmEngine",), found) == StatusReport(phase, "m")
+    assert held_back(provisioning, ("llmEngine",), {"llmEngine": ComponentPods(("a",), 0)}) == provisioning
