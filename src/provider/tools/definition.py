@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel
+
+from provider.rules.cross_field import CrossFieldRules, import_rules
 
 ModelResolver = Callable[[str], type[BaseModel]]
 
@@ -74,6 +76,8 @@ class Topology:
     components: dict[str, dict[str, Any]]
     model: type[BaseModel] | None
     ui: dict[str, Any]
+    # The rules across fields the provider enforces (config.crossFieldRules; provider.rules.cross_field).
+    cross_field_rules: CrossFieldRules = field(default_factory=CrossFieldRules)
 
 
 @dataclass(frozen=True)
@@ -118,11 +122,17 @@ def load_definition(definition_dir: Path, resolve: ModelResolver = import_model)
             cname: as_mapping(value, f"topologies/{tname} config.components.{cname}")
             for cname, value in as_mapping(config.get("components"), f"topologies/{tname} components").items()
         }
+        rules_ref = config.get("crossFieldRules")
+        try:
+            rules = import_rules(rules_ref) if rules_ref else CrossFieldRules()
+        except (ImportError, ValueError) as exc:
+            raise DefinitionError(f"topologies/{tname} config.crossFieldRules: {exc}") from exc
         topologies[tname] = Topology(
             tname,
             tcomponents,
             resolve(ref) if ref else None,
             as_mapping(doc.get("ui"), f"topologies/{tname} ui"),
+            rules,
         )
     if not topologies:
         raise DefinitionError(f"no topologies under {topo_root}")

@@ -85,9 +85,7 @@ def _ui_fields(components: Mapping[str, Any], where: str) -> Iterator[tuple[str,
     for fid, raw in components.items():
         field = as_mapping(raw, f"{where}.{fid}")
         if field.get("uiType") == "group":
-            yield from _ui_fields(
-                as_mapping(field.get("components"), f"{where}.{fid}.components"), f"{where}.{fid}"
-            )
+            yield from _ui_fields(as_mapping(field.get("components"), f"{where}.{fid}.components"), f"{where}.{fid}")
         else:
             yield f"{where}.{fid}", field
 
@@ -121,6 +119,7 @@ def check_ui(d: Definition, schemas: Mapping[str, Mapping[str, Any]]) -> None:
             raise DefinitionError(f"{where}: no sections")
         _check_order(ui, "sections", "sectionsOrder", where)
         covered: set[str] = set()
+        by_path: dict[str, Mapping[str, Any]] = {}
         for sid, raw in sections.items():
             section = as_mapping(raw, f"{where}.sections.{sid}")
             if not section.get("label"):
@@ -132,19 +131,34 @@ def check_ui(d: Definition, schemas: Mapping[str, Mapping[str, Any]]) -> None:
                 if not isinstance(path, str):
                     raise DefinitionError(f"{fwhere}: path is required")
                 covered.add(path)
+                by_path[path] = field
                 _check_field(d, topology, schemas, fwhere, path, field)
+        _check_cross_field_rules(topology, by_path, where)
         for cname in topology.components:
             _check_required_covered(
                 schemas.get(f"component:{cname}"), f"spec.components.{cname}.parameters", covered, where
             )
-        _check_required_covered(
-            schemas.get(f"topology:{topology.name}"), "spec.topology.parameters", covered, where
-        )
+        _check_required_covered(schemas.get(f"topology:{topology.name}"), "spec.topology.parameters", covered, where)
 
 
-def _check_required_covered(
-    schema: Mapping[str, Any] | None, prefix: str, covered: set[str], where: str
-) -> None:
+def _check_cross_field_rules(topology: Topology, by_path: Mapping[str, Mapping[str, Any]], where: str) -> None:
+    """Every rule across fields the provider declares for the topology has a CEL rule on its form
+    field that reads every field the rule reads: else the form posts what the provider refuses."""
+    for rule in topology.cross_field_rules.in_form:
+        field = by_path.get(rule.form_field)
+        if field is None:
+            raise DefinitionError(
+                f"{where}: the provider's rule {rule.name!r} belongs on {rule.form_field}, not in the form"
+            )
+        expressions = [str(e.get("celExpr", "")) for e in (field.get("validation") or {}).get("celExpressions") or []]
+        if not any(all(path in expression for path in rule.reads) for expression in expressions):
+            raise DefinitionError(
+                f"{where}: {rule.form_field} has no celExpressions rule reading {', '.join(rule.reads)}; the "
+                f"provider refuses after the POST what the form lets through ({rule.name})"
+            )
+
+
+def _check_required_covered(schema: Mapping[str, Any] | None, prefix: str, covered: set[str], where: str) -> None:
     if schema is None:
         return
     for prop in schema.get("required") or []:

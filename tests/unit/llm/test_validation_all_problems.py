@@ -147,3 +147,15 @@ def test_gpu_count_disagreeing_with_the_resources_is_refused() -> None:
 def test_gpu_count_below_the_parallelism_is_refused() -> None:
     message = fails({"gpuCount": 1, "tensorParallelSize": 2})
     assert message.startswith("llmEngine.resources.limits.nvidia.com/gpu is 1, but the parallelism needs 2 GPUs")
+
+
+def test_without_gpu_count_the_parallelism_asks_for_its_gpus() -> None:
+    # What the form posts when the user raises the parallelism and leaves GPUs per Replica empty.
+    resources = inputs({"tensorParallelSize": 2, "pipelineParallelSize": 2}).resources or {}
+    assert (resources["limits"]["nvidia.com/gpu"], resources["requests"]["nvidia.com/gpu"]) == ("4", "4")
+    # A count in the resources is the user's, checked against the parallelism as before.
+    assert fails({"tensorParallelSize": 2}, component={"resources": {"limits": {"nvidia.com/gpu": "1"}}}).startswith(
+        "llmEngine.resources.limits.nvidia.com/gpu is 1, but the parallelism needs 2 GPUs"
+    )
+    # No parallelism: the preset's one GPU, nothing written.
+    assert "nvidia.com/gpu" not in (inputs({}).resources or {}).get("limits", {})

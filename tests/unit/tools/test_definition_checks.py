@@ -9,6 +9,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from provider.rules.cross_field import CrossFieldRule, CrossFieldRules
 from provider.tools import generation as generate
 from provider.tools.definition import DefinitionError
 
@@ -329,3 +330,38 @@ def test_a_field_keeping_the_form_rules_passes(tmp_path: Path) -> None:
 def test_catalog_errors(tmp_path: Path, versions: dict[str, Any], message: str) -> None:
     with pytest.raises(DefinitionError, match=message):
         _render(_definition(tmp_path, {"uri": URI_FIELD}, versions))
+
+
+SIZE = "spec.components.engine.parameters.size"
+MODE = "spec.components.engine.parameters.mode"
+# A rule across fields the provider declares (provider.rules.cross_field): size only in mode b.
+SIZE_RULES = CrossFieldRules(in_form=(CrossFieldRule("size only in mode b", form_field=SIZE, reads=(SIZE, MODE)),))
+
+
+def _with_rules(root: Path) -> Path:
+    path = root / "definition" / "topologies" / "t" / "topology.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["config"]["crossFieldRules"] = f"{__name__}:SIZE_RULES"
+    path.write_text(yaml.safe_dump(doc))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ([], "has no celExpressions rule reading .*size, .*mode"),
+        ([{"celExpr": f"!has({SIZE})", "message": "reads one field only"}], "has no celExpressions rule reading"),
+        ([{"celExpr": f'!has({SIZE}) || {MODE} == "b"', "message": "Size only in mode b"}], None),
+    ],
+)
+def test_a_rule_across_fields_the_provider_declares_must_be_in_the_form(
+    tmp_path: Path, rules: list[dict[str, str]], message: str | None
+) -> None:
+    size = {"uiType": "number", "path": SIZE, "validation": {"int": True, "min": 1, "max": 8, "celExpressions": rules}}
+    mode = {**_select(MODE, defaultValue="a", options=[{"label": "A", "value": "a"}]), "validation": {}}
+    root = _with_rules(_definition(tmp_path, {"uri": URI_FIELD, "size": size, "mode": mode}))
+    if message is None:
+        _render(root)
+    else:
+        with pytest.raises(DefinitionError, match=message):
+            _render(root)

@@ -18,11 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
-from actors import effective_bundle, resolve_versions
+from actors import ValidationFailed, effective_bundle, resolve_versions
 from provider.kserve import KServeProvider
 from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
+from provider.rules.cross_field import CrossFieldRule
 from provider.shared.catalogs import parse_lora_catalog
+from provider.topologies.llm.cross_field_rules import RULES as LLM_RULES
+from provider.topologies.predictor.cross_field_rules import RULES as PREDICTOR_RULES
 from provider.topologies.protocol import Catalogs
 from tests.support import ui_form
 
@@ -134,9 +137,7 @@ def test_each_example_round_trips_through_the_form(name: str) -> None:
     assert all("type" not in component for component in body["spec"]["components"].values())
     form_paths = {f.path for f in form(doc["spec"]["topology"]["type"])}
     beyond = {
-        p
-        for p in leaf_paths(doc)
-        if not p.startswith(ENVELOPE) and p not in form_paths and not p.endswith(".type")
+        p for p in leaf_paths(doc) if not p.startswith(ENVELOPE) and p not in form_paths and not p.endswith(".type")
     }
     unknown = {p for p in beyond if not p.startswith(FORM_LESS)}
     assert not unknown, f"{name} sets fields the form has no field for: {sorted(unknown)}"
@@ -170,7 +171,7 @@ def test_a_new_llm_instance_posts_no_adapter_and_only_strings_for_selects() -> N
     engine = body["spec"]["components"]["llmEngine"]
     assert not {"loraSlot1", "loraSlot2", "loraSlot3"} & set(engine["parameters"])
     assert "version" not in engine
-    assert engine["parameters"]["gpuCount"] == 1
+    assert "gpuCount" not in engine["parameters"]  # untouched: the parallelism's count (one GPU)
     assert body["spec"]["topology"]["parameters"]["enableMetrics"] == "true"
     assert all(isinstance(v, str) for f in form("llm") if f.ui_type == "select" for v in f.options)
     render(body)  # the provider takes it as it is
@@ -275,3 +276,44 @@ def test_the_form_cannot_stop_an_adapter_of_another_model_but_the_provider_does(
 def test_the_lora_catalog_of_the_chart_and_of_the_examples_agree() -> None:
     chart = yaml.safe_load((CHART / "values.yaml").read_text())["loraAdapters"]
     assert json.loads((EXAMPLES / "lora-catalog.json").read_text()) == chart
+
+
+RULES = {"llm": LLM_RULES, "predictor": PREDICTOR_RULES}
+
+
+@pytest.mark.parametrize(
+    ("topology", "rule"),
+    [(t, r) for t, rules in RULES.items() for r in rules.in_form],
+    ids=lambda v: v if isinstance(v, str) else v.form_field.rsplit(".", 1)[-1],
+)
+def test_a_rule_across_fields_is_refused_by_the_form_and_the_provider_alike(
+    topology: str, rule: CrossFieldRule
+) -> None:
+    """Issue 38: what the provider refuses after the POST, the form refuses before it, on the
+    rule's field; every rule the provider declares (provider.rules.cross_field) has its case here."""
+    fields = form(topology)
+    values = {**ui_form.load(fields), **(QWEN if topology == "llm" else SKLEARN), **rule.example}
+    refused_by_form = ui_form.problems(fields, values)
+    assert rule.form_field.rsplit(".", 1)[-1] in refused_by_form, refused_by_form
+    posted = ui_form.body(fields, values, topology=topology, provider=PROVIDER_NAME, name="new", namespace="models")
+    with pytest.raises(ValidationFailed) as refused:
+        render(posted)
+    assert rule.provider_says in refused.value.message
+
+
+def test_every_rule_the_form_cannot_express_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for rules in RULES.values():
+        for rule in rules.form_less:
+            assert rule.name in readme, rule.name
+
+
+def test_raising_the_parallelism_alone_passes_the_form_and_asks_for_its_gpus() -> None:
+    """The most likely way a form user got a Failed Instance: a parallelism of 2 beside the GPU
+    field's old default of 1. Left empty now, the field posts nothing and the pod asks for 2."""
+    fields = form("llm")
+    values = {**ui_form.load(fields), **QWEN, f"{ENGINE}tensorParallelSize": 2}
+    assert ui_form.problems(fields, values) == {}
+    posted = new_body("llm", **QWEN, **{f"{ENGINE}tensorParallelSize": 2})
+    (service,) = [o for o in render(posted) if o["kind"] == "LLMInferenceService"]
+    assert service["spec"]["template"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"

@@ -162,11 +162,27 @@ def _check_names(inputs: LlmInputs, settings: ProviderSettings) -> None:
             )
 
 
+def _gpus_needed(engine: LlmEngineParameters) -> tuple[int, int, int, int]:
+    """One GPU per tensor x pipeline x data rank in the pod: (needed, tp, pp, dp)."""
+    tp = engine.tensor_parallel_size or 1
+    pp = engine.pipeline_parallel_size or 1
+    dp = engine.data_parallel or 1
+    return tp * pp * dp, tp, pp, dp
+
+
 def _with_gpu_count(engine: LlmEngineParameters, resources: dict[str, Any]) -> dict[str, Any]:
-    """`resources` with gpuCount as the GPU limit and request (the gpu profile only)."""
+    """`resources` with gpuCount as the GPU limit and request (the gpu profile only). Without a
+    gpuCount and without GPUs in the resources, a parallelism above 1 asks for its own count (the
+    form posts no gpuCount when the user leaves it empty: raising the parallelism alone is enough)."""
     count = engine.gpu_count
-    if engine.cpu or count is None:
+    if engine.cpu:
         return resources
+    if count is None:
+        in_resources = any(GPU_RESOURCE in (resources.get(section) or {}) for section in ("limits", "requests"))
+        needed = _gpus_needed(engine)[0]
+        if in_resources or needed == 1:
+            return resources  # the resources' count, or the preset's one GPU
+        count = needed
     out = dict(resources)
     for section in ("limits", "requests"):
         values = dict(out.get(section) or {})
@@ -185,10 +201,7 @@ def _check_gpus(engine: LlmEngineParameters, resources: Mapping[str, Any]) -> No
     """vLLM needs one GPU per tensor x pipeline x data rank in the pod; fewer fails at startup."""
     if engine.cpu:
         return
-    tp = engine.tensor_parallel_size or 1
-    pp = engine.pipeline_parallel_size or 1
-    dp = engine.data_parallel or 1
-    needed = tp * pp * dp
+    needed, tp, pp, dp = _gpus_needed(engine)
     for section in ("limits", "requests"):
         gpus = (resources.get(section) or {}).get(GPU_RESOURCE)
         count = int(gpus) if isinstance(gpus, int) or (isinstance(gpus, str) and gpus.isdigit()) else None
