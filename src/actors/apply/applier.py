@@ -309,7 +309,7 @@ class Applier:
             resource,
             meta["namespace"],
             meta["name"],
-            removal_patch(strays),
+            removal_patch(strays, live, stamped),
             content_type=JSON_PATCH,
             field_manager=self.field_manager,
         )

@@ -32,11 +32,15 @@ Path = tuple[Step, ...]
 class Owner:
     manager: str
     operation: str  # Apply or Update
+    # Our own manager by update: the patch that put our entry back in place of a stray one (see
+    # removal_patch) holds it beside our apply until the apply lets it go.
+    ours: bool = False
 
     @property
     def hand_edit(self) -> bool:
-        """`kubectl edit` and friends, as for a field taken by hand (conflicts.FieldConflict)."""
-        return self.operation == "Update" and self.manager.startswith(HAND_EDIT_MANAGER_PREFIX)
+        """`kubectl edit` and friends, as for a field taken by hand (conflicts.FieldConflict), or
+        our own patch's hold on an entry our apply no longer wants."""
+        return self.operation == "Update" and (self.ours or self.manager.startswith(HAND_EDIT_MANAGER_PREFIX))
 
 
 @dataclass(frozen=True)
@@ -102,20 +106,20 @@ def _resolve(obj: Any, path: Path, *, partial: bool = False) -> tuple[tuple[str 
 
 
 def stray_entries(live: KubeObject, desired: KubeObject, field_manager: str) -> list[StrayEntry]:
-    """Entries of `live`'s keyed lists that `desired` sets, owned by other managers and not by
-    `field_manager`, whose key `desired` lacks; the outermost only (an entry inside a stray one goes
-    with it). Status writers (a subresource) never count."""
+    """Entries of `live`'s keyed lists that `desired` sets, not applied by `field_manager`, whose key
+    `desired` lacks; the outermost only (an entry inside a stray one goes with it). Status writers
+    (a subresource) never count."""
     owners: dict[Path, set[Owner]] = {}
     ours: set[Path] = set()
     for managed in (live.get("metadata") or {}).get("managedFields") or []:
         if managed.get("subresource") or managed.get("fieldsType") != "FieldsV1":
             continue
-        manager = str(managed.get("manager", ""))
+        manager, operation = str(managed.get("manager", "")), str(managed.get("operation", ""))
         for path in _keyed_paths(managed.get("fieldsV1") or {}):
-            if manager == field_manager:
+            if manager == field_manager and operation == "Apply":
                 ours.add(path)
             else:
-                owners.setdefault(path, set()).add(Owner(manager, str(managed.get("operation", ""))))
+                owners.setdefault(path, set()).add(Owner(manager, operation, ours=manager == field_manager))
     strays: list[StrayEntry] = []
     for path in sorted(owners.keys() - ours, key=len):
         if any(path[: len(s.path)] == s.path for s in strays):
@@ -137,11 +141,40 @@ def _escape(part: str | int) -> str:
     return str(part).replace("~", "~0").replace("/", "~1")
 
 
-def removal_patch(strays: list[StrayEntry]) -> list[dict[str, Any]]:
+def _pointer(parts: tuple[str | int, ...]) -> str:
+    return "/" + "/".join(_escape(p) for p in parts)
+
+
+def removal_patch(strays: list[StrayEntry], live: KubeObject, desired: KubeObject) -> list[dict[str, Any]]:
     """A JSON patch removing `strays`, the last of a list first (so that the indexes of the ones
-    still to go hold), each after a test of the entry as read."""
+    still to go hold), each after a test of the entry as read; then adding, to each list it touched,
+    the entries of `desired` that `live` lacks. The API server checks the object after the whole
+    patch: a Service whose only port a hand edit renumbered would be refused without a port, and a
+    list that must not be empty never is. (Those entries are ours by this update until our next
+    apply holds them too; stray_entries treats that hold like a hand edit once the apply lets go.)"""
     ops: list[dict[str, Any]] = []
     for stray in sorted(strays, key=lambda s: [(isinstance(p, int), p) for p in s.pointer], reverse=True):
-        where = "/" + "/".join(_escape(p) for p in stray.pointer)
+        where = _pointer(stray.pointer)
         ops += [{"op": "test", "path": where, "value": stray.entry}, {"op": "remove", "path": where}]
+    done: set[tuple[str | int, ...]] = set()
+    for stray in strays:
+        parent = stray.pointer[:-1]
+        if parent in done:
+            continue
+        done.add(parent)
+        key_fields = [k for k, _ in stray.path[-1][1]]
+        wanted = _resolve(desired, stray.path[:-1], partial=True)
+        present = _resolve(live, stray.path[:-1])
+        if wanted is None or present is None or not isinstance(wanted[1], list):
+            continue
+        for entry in wanted[1]:
+            key = tuple((k, entry[k]) for k in key_fields if isinstance(entry, dict) and k in entry)
+            if not any(
+                _matches(item, key, partial=False) for item in present[1] if item not in _removed(strays, parent)
+            ):
+                ops.append({"op": "add", "path": _pointer(parent) + "/-", "value": entry})
     return ops
+
+
+def _removed(strays: list[StrayEntry], parent: tuple[str | int, ...]) -> list[Any]:
+    return [s.entry for s in strays if s.pointer[:-1] == parent]

@@ -137,7 +137,9 @@ def container_names(llm: KubeObject) -> list[str]:
 
 async def test_an_env_var_renamed_by_hand_is_taken_back(controlplane: Any, kube: KubeClient, namespace: str) -> None:
     async with running_manager(controlplane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, llm_instance("envy", namespace, on_cluster=True))
+        # Tracing puts vLLM's OTLP endpoint in the main container's env (a list keyed by name).
+        tracing = {"enableTracing": "true", "tracingEndpoint": "http://collector.observability:4317"}
+        await kube.create(INSTANCES, llm_instance("envy", namespace, on_cluster=True, topology=tracing))
         await wait_converged(kube, namespace, ["envy"])
         llm = await kube.get(LLM, namespace, "envy")
         assert llm is not None

@@ -36,7 +36,7 @@ def service(ports: list[dict[str, Any]], *managers: dict[str, Any]) -> dict[str,
     }
 
 
-DESIRED = {
+DESIRED: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Service",
     "metadata": {"name": "v-external", "namespace": "ns"},
@@ -54,10 +54,39 @@ def test_a_port_whose_key_kubectl_edit_changed_is_stray() -> None:
     assert stray.field == ".spec.ports[port=6666,protocol=TCP]"
     assert stray.hand_edit and stray.managers == "kubectl-edit"
     assert stray.pointer == ("spec", "ports", 0)
-    assert removal_patch([stray]) == [
+    # Ours is there already (the apply went through): only the stray one goes.
+    assert removal_patch([stray], live, DESIRED) == [
         {"op": "test", "path": "/spec/ports/0", "value": port(6666)},
         {"op": "remove", "path": "/spec/ports/0"},
     ]
+
+
+def test_the_only_port_renumbered_is_replaced_by_ours_in_one_patch() -> None:
+    """The API server refused our apply (two ports named http): the object still has only the
+    editor's port, and a patch removing it alone would leave a Service without ports (refused too)."""
+    live = service(
+        [port(6666)],
+        managed(OURS, "Apply", {"f:spec": {"f:type": {}}}),
+        managed("kubectl-edit", "Update", {"f:spec": {"f:ports": port_fields(6666)}}),
+    )
+    [stray] = stray_entries(live, DESIRED, OURS)
+    assert removal_patch([stray], live, DESIRED) == [
+        {"op": "test", "path": "/spec/ports/0", "value": port(6666)},
+        {"op": "remove", "path": "/spec/ports/0"},
+        {"op": "add", "path": "/spec/ports/-", "value": DESIRED["spec"]["ports"][0]},
+    ]
+
+
+def test_our_own_patchs_hold_goes_once_our_apply_lets_the_entry_go() -> None:
+    """The patch above holds our entry by update until the apply holds it too; when the Instance
+    later wants another port, that hold alone must not keep the old one."""
+    held = managed(OURS, "Update", {"f:spec": {"f:ports": port_fields(8000)}})
+    live = service([port(8000)], managed(OURS, "Apply", {"f:spec": {"f:ports": port_fields(8000)}}), held)
+    assert stray_entries(live, DESIRED, OURS) == []  # applied by us too: ours
+    moved = {**DESIRED, "spec": {"ports": [{"name": "http", "port": 9000}], "type": "LoadBalancer"}}
+    live = service([port(8000), port(9000)], managed(OURS, "Apply", {"f:spec": {"f:ports": port_fields(9000)}}), held)
+    [stray] = stray_entries(live, moved, OURS)
+    assert stray.field == ".spec.ports[port=8000,protocol=TCP]" and stray.hand_edit
 
 
 def test_an_entry_we_want_or_own_is_never_stray() -> None:
@@ -150,7 +179,7 @@ def test_nested_lists_resolve_through_our_keyed_entries_and_removals_keep_indexe
         ".spec.template.containers[name=main].env[name=C]",
         ".spec.template.containers[name=sidecar]",
     ]
-    removes = [op["path"] for op in removal_patch(strays) if op["op"] == "remove"]
+    removes = [op["path"] for op in removal_patch(strays, live, desired) if op["op"] == "remove"]
     assert removes == [
         "/spec/template/containers/1/env/2",
         "/spec/template/containers/1/env/0",
@@ -169,4 +198,4 @@ def test_pointer_parts_are_escaped() -> None:
         "spec": {"a/b": {"items": [{"name": "x"}, {"name": "y"}]}},
     }
     [stray] = stray_entries(live, desired, OURS)
-    assert removal_patch([stray])[1] == {"op": "remove", "path": "/spec/a~1b/items/1"}
+    assert removal_patch([stray], live, desired)[1] == {"op": "remove", "path": "/spec/a~1b/items/1"}
