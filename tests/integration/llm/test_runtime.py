@@ -145,9 +145,14 @@ async def test_pending_pods_are_provisioning_saying_why(kserve: KServeCluster, k
         body = llm_instance(name, ns, on_cluster=True, engine=engine)
         body["spec"]["components"]["llmEngine"]["resources"]["limits"]["nvidia.com/gpu"] = str(kserve.stack.gpus * 2)
         await kube.create(INSTANCES, body)
-        status = await wait_status(kube, ns, name, held_for_gpus, "the scheduler's words", READY_TIMEOUT)
-        ready = conditions_of(status)["KServeReady"]
-        assert (ready["status"], ready["reason"], ready["message"]) == ("False", "MinimumReplicasUnavailable", PENDING)
+
+        def both_say_why(status: dict[str, Any]) -> bool:
+            # The pod's reason reaches the provider before KServe writes its own: wait for both.
+            ready = conditions_of(status).get("KServeReady") or {}
+            kserves = (ready.get("status"), ready.get("reason"), ready.get("message"))
+            return held_for_gpus(status) and kserves == ("False", "MinimumReplicasUnavailable", PENDING)
+
+        status = await wait_status(kube, ns, name, both_say_why, "the scheduler's and KServe's words", READY_TIMEOUT)
         assert [c["state"] for c in status["components"]] == ["Unschedulable"]
         assert await connection_secret(kube, ns, name) == {}
 
