@@ -109,7 +109,7 @@ build_k8s_commands() { # work-dir command...
   for name in "${missing[@]}"; do
     if [[ "$name" == etcd ]]; then packages+=(go.etcd.io/etcd/server/v3); else packages+=("k8s.io/kubernetes/cmd/$name"); fi
   done
-  log "compiling ${missing[*]} $K8S_VERSION (cold: kube-apiserver ~10 min on 2 cores, the others less)"
+  log "compiling ${missing[*]} $K8S_VERSION (cold: ~11 min for the control plane's four on 2 cores)"
   rm -rf "$out"
   mkdir -p "$out"
   go build -p "$(nproc)" -trimpath -ldflags "$ldflags" -o "$out/" "${packages[@]}"
@@ -202,7 +202,7 @@ build_kserve_commands() { # work-dir
   fi
   prepare_kserve_module "$work"
   # One `go build` for both (links beside compiles), into a directory renamed into place after.
-  log "compiling kserve manager, llmisvc $KSERVE_VERSION (cold: ~12 min on 2 cores)"
+  log "compiling kserve manager, llmisvc $KSERVE_VERSION (cold: ~4 min on 2 cores)"
   rm -rf "$work/bin.tmp"
   go build -p "$(nproc)" -trimpath -ldflags "-s -w" -o "$work/bin.tmp/" \
     github.com/kserve/kserve/cmd/manager github.com/kserve/kserve/cmd/llmisvc
@@ -341,7 +341,7 @@ build_tilt_binary() { # work-dir bin
   fi
   prepare_tilt_module "$work"
   build_tilt_web "$work"
-  log "compiling tilt $TILT_VERSION (cold: several minutes on 2 cores)"
+  log "compiling tilt $TILT_VERSION (cold: ~5 min on 2 cores)"
   mkdir -p "$bin"
   # A release build (version set): Tilt serves the embedded UI then, not a dev server's.
   (cd "$work" && go build -p "$(nproc)" -trimpath -tags osusergo -o "$bin/tilt.tmp" \
@@ -411,7 +411,7 @@ build_jaeger_binary() { # work-dir
     return
   fi
   prepare_jaeger_module "$work"
-  log "compiling jaeger $JAEGER_VERSION (cold: ~14 min on 2 busy cores)"
+  log "compiling jaeger $JAEGER_VERSION (cold: ~5 min on 2 cores)"
   local pkg=github.com/jaegertracing/jaeger/internal/version
   go build -p "$(nproc)" -trimpath -o "$bin/jaeger.tmp" \
     -ldflags "-s -w -X $pkg.latestVersion=$JAEGER_VERSION -X $pkg.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
