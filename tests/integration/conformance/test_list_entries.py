@@ -72,21 +72,26 @@ def ports(service: KubeObject) -> list[tuple[str, int]]:
     return [(p["name"], p["port"]) for p in service["spec"]["ports"]]
 
 
+async def external_ports(kube: KubeClient, namespace: str, name: str) -> list[tuple[str, int]]:
+    """A converged LoadBalancer Instance's external Service ports (one, named http)."""
+    await kube.create(
+        INSTANCES, llm_instance(name, namespace, on_cluster=True, topology={"externalAccess": "LoadBalancer"})
+    )
+    await wait_converged(kube, namespace, [name])
+    service = await kube.get(SERVICE, namespace, f"{name}-external")
+    assert service is not None and len(ports(service)) == 1, service
+    return ports(service)
+
+
+def to_6666(service: KubeObject) -> None:
+    service["spec"]["ports"][0]["port"] = 6666  # same name: ours beside it is a duplicate
+
+
 async def test_a_service_port_whose_number_was_edited_is_taken_back(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
-    instance = llm_instance("porty", namespace, on_cluster=True, topology={"externalAccess": "LoadBalancer"})
     async with running_manager(controlplane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, instance)
-        await wait_converged(kube, namespace, ["porty"])
-        service = await kube.get(SERVICE, namespace, "porty-external")
-        assert service is not None
-        ours = ports(service)
-        assert len(ours) == 1, ours
-
-        def to_6666(obj: KubeObject) -> None:
-            obj["spec"]["ports"][0]["port"] = 6666  # same name: ours beside it would be a duplicate
-
+        ours = await external_ports(kube, namespace, "porty")
         await edit_by_update(kube, SERVICE, namespace, "porty-external", to_6666, "kubectl-edit")
         await converged_to(kube, SERVICE, namespace, "porty-external", ports, ours)
         note = await taken_back_note(kube, namespace, "porty", "6666")
@@ -100,17 +105,8 @@ async def test_a_service_port_whose_number_was_edited_is_taken_back(
 async def test_a_port_another_writer_changed_is_a_conflict_naming_it_until_forced(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
-    instance = llm_instance("gitops", namespace, on_cluster=True, topology={"externalAccess": "LoadBalancer"})
     async with running_manager(controlplane, kserve_provider(), namespace):
-        await kube.create(INSTANCES, instance)
-        await wait_converged(kube, namespace, ["gitops"])
-        service = await kube.get(SERVICE, namespace, "gitops-external")
-        assert service is not None
-        ours = ports(service)
-
-        def to_6666(obj: KubeObject) -> None:
-            obj["spec"]["ports"][0]["port"] = 6666
-
+        ours = await external_ports(kube, namespace, "gitops")
         await edit_by_update(kube, SERVICE, namespace, "gitops-external", to_6666, "gitops-bot")
 
         async def conflict() -> dict[str, Any] | NotYet:
