@@ -6,7 +6,8 @@ One write per changed object, none for an unchanged one:
   unless the Instance opts in): an invalid or conflicting apply stores nothing, so no dry run
   precedes it. A field another manager owns is an `ApplyConflict` naming the field and the
   manager; a field taken by a hand edit (`kubectl edit`, `scale`: plain updates that never check
-  ownership) is taken back.
+  ownership) is taken back, and so is a keyed list entry whose key a hand edit changed (which an
+  apply can never remove: `actors.apply.stray_entries`).
 - Only what is already ours is ever written over or deleted. An object the watch has not shown as
   ours is read once first (GET; the reads of one pass are sent at once, as they do not depend on
   each other: a first pass waits for one round-trip, not one per object); if it exists and its

@@ -7,10 +7,10 @@ one added, owned by the editor alone; our next apply adds ours back *beside* it,
 apply can never remove an entry it does not own. The object then differs from what the Instance
 says for good, or the API server refuses it (two ports named `http`).
 
-`stray_entries` finds such entries: in a list the desired object sets, owned by other managers and
-not by us, with a key the desired object does not have. `removal_patch` is the JSON patch that
-takes them out, each removal guarded by a test of the entry as it was read, so that an entry
-changed or moved meanwhile makes the patch fail rather than remove the wrong one.
+`stray_entries` finds such entries: in a list the desired object sets, not applied by us, with a
+key the desired object does not have. `removal_patch` is the JSON patch that takes them out, each
+removal guarded by a test of the entry as it was read (an entry changed or moved meanwhile makes
+the patch fail rather than remove the wrong one), and puts ours in where the object lacks them.
 """
 
 from __future__ import annotations
