@@ -156,25 +156,20 @@ def removal_patch(strays: list[StrayEntry], live: KubeObject, desired: KubeObjec
     for stray in sorted(strays, key=lambda s: [(isinstance(p, int), p) for p in s.pointer], reverse=True):
         where = _pointer(stray.pointer)
         ops += [{"op": "test", "path": where, "value": stray.entry}, {"op": "remove", "path": where}]
-    done: set[tuple[str | int, ...]] = set()
+    by_list: dict[tuple[str | int, ...], list[StrayEntry]] = {}
     for stray in strays:
-        parent = stray.pointer[:-1]
-        if parent in done:
-            continue
-        done.add(parent)
-        key_fields = [k for k, _ in stray.path[-1][1]]
-        wanted = _resolve(desired, stray.path[:-1], partial=True)
-        present = _resolve(live, stray.path[:-1])
+        by_list.setdefault(stray.pointer[:-1], []).append(stray)
+    for parent, removed in by_list.items():
+        path = removed[0].path
+        key_fields = [k for k, _ in path[-1][1]]
+        wanted = _resolve(desired, path[:-1], partial=True)
+        present = _resolve(live, path[:-1])
         if wanted is None or present is None or not isinstance(wanted[1], list):
             continue
+        gone = [s.entry for s in removed]
+        kept = [item for item in present[1] if item not in gone]
         for entry in wanted[1]:
             key = tuple((k, entry[k]) for k in key_fields if isinstance(entry, dict) and k in entry)
-            if not any(
-                _matches(item, key, partial=False) for item in present[1] if item not in _removed(strays, parent)
-            ):
+            if not any(_matches(item, key, partial=False) for item in kept):
                 ops.append({"op": "add", "path": _pointer(parent) + "/-", "value": entry})
     return ops
-
-
-def _removed(strays: list[StrayEntry], parent: tuple[str | int, ...]) -> list[Any]:
-    return [s.entry for s in strays if s.pointer[:-1] == parent]

@@ -15,7 +15,6 @@ here with it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,14 +41,3 @@ class FormLessRule:
 class CrossFieldRules:
     in_form: tuple[CrossFieldRule, ...] = ()
     form_less: tuple[FormLessRule, ...] = ()
-
-
-def import_rules(ref: str) -> CrossFieldRules:
-    """`package.module:NAME` -> the topology's declared rules."""
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"crossFieldRules {ref!r} must look like 'package.module:NAME'")
-    rules = getattr(importlib.import_module(module_name), attr, None)
-    if not isinstance(rules, CrossFieldRules):
-        raise ValueError(f"crossFieldRules {ref!r} is not a CrossFieldRules")
-    return rules

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from provider.rules.cross_field import CrossFieldRules, import_rules
+from provider.rules.cross_field import CrossFieldRules
 
 ModelResolver = Callable[[str], type[BaseModel]]
 
@@ -28,19 +28,33 @@ class DefinitionError(Exception):
 # -- loading ------------------------------------------------------------------------------------
 
 
-def import_model(ref: str) -> type[BaseModel]:
-    """`package.module:Class` -> the pydantic model class."""
+def _import_ref(ref: str, key: str, shape: str) -> Any:
+    """What `package.module:NAME` names, for the definition key `key` (`shape`: the NAME part in an
+    error, e.g. Class)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
-        raise DefinitionError(f"parametersModel {ref!r} must look like 'package.module:Class'")
+        raise DefinitionError(f"{key} {ref!r} must look like 'package.module:{shape}'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise DefinitionError(f"parametersModel {ref!r}: cannot import {module_name}: {exc}") from exc
-    model = getattr(module, attr, None)
+        raise DefinitionError(f"{key} {ref!r}: cannot import {module_name}: {exc}") from exc
+    return getattr(module, attr, None)
+
+
+def import_model(ref: str) -> type[BaseModel]:
+    """`package.module:Class` -> the pydantic model class."""
+    model = _import_ref(ref, "parametersModel", "Class")
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise DefinitionError(f"parametersModel {ref!r} is not a pydantic model")
     return model
+
+
+def import_rules(ref: str) -> CrossFieldRules:
+    """`package.module:NAME` -> a topology's declared rules across fields."""
+    rules = _import_ref(ref, "crossFieldRules", "NAME")
+    if not isinstance(rules, CrossFieldRules):
+        raise DefinitionError(f"crossFieldRules {ref!r} is not a CrossFieldRules")
+    return rules
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
@@ -123,10 +137,7 @@ def load_definition(definition_dir: Path, resolve: ModelResolver = import_model)
             for cname, value in as_mapping(config.get("components"), f"topologies/{tname} components").items()
         }
         rules_ref = config.get("crossFieldRules")
-        try:
-            rules = import_rules(rules_ref) if rules_ref else CrossFieldRules()
-        except (ImportError, ValueError) as exc:
-            raise DefinitionError(f"topologies/{tname} config.crossFieldRules: {exc}") from exc
+        rules = import_rules(rules_ref) if rules_ref else CrossFieldRules()
         topologies[tname] = Topology(
             tname,
             tcomponents,
