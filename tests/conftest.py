@@ -9,6 +9,7 @@ Both are started lazily, only by tests that ask for them, and once per session.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -33,8 +34,24 @@ def _cannot_start(what: str, err: BaseException) -> NoReturn:
     pytest.fail(f"{what} could not start ({where}): {err}", pytrace=False)
 
 
+# The directories of planes kept because a test failed (their processes' logs), for the summary.
+_KEPT: list[Path] = []
+
+
+def _stop(plane: ControlPlane, session: pytest.Session) -> None:
+    """Stop `plane`; keep its directory (every process's log) when a test of the session failed,
+    so that a failure seen once in CI can be read afterwards on the machine that ran it (the
+    logs only: etcd's data goes)."""
+    keep = bool(session.testsfailed)
+    plane.keep_dir = keep
+    plane.stop()
+    if keep:
+        shutil.rmtree(plane.workdir / "etcd", ignore_errors=True)
+        _KEPT.append(plane.workdir)
+
+
 @pytest_asyncio.fixture(scope="session")
-async def controlplane() -> AsyncIterator[ControlPlane]:
+async def controlplane(request: pytest.FixtureRequest) -> AsyncIterator[ControlPlane]:
     """Started once, with every CRD from shared/crds installed and Established.
 
     A control plane that cannot start fails the test (never skips), in CI and locally alike:
@@ -48,7 +65,7 @@ async def controlplane() -> AsyncIterator[ControlPlane]:
     try:
         yield plane
     finally:
-        plane.stop()
+        _stop(plane, request.session)
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -73,7 +90,7 @@ async def namespace(kube: KubeClient) -> AsyncIterator[str]:
 
 
 @pytest_asyncio.fixture(scope="session")
-async def kserve() -> AsyncIterator[KServeCluster]:
+async def kserve(request: pytest.FixtureRequest) -> AsyncIterator[KServeCluster]:
     """Started once per session, beside (not instead of) `controlplane`: KServe's webhooks default
     and its controllers finalize every KServe object, which the tests of our own objects must not
     see. Its Instance CRD has the newer core's status.connection. Fails (never skips) when it
@@ -87,7 +104,7 @@ async def kserve() -> AsyncIterator[KServeCluster]:
             await add_status_connection(client)
             yield KServeCluster(plane, stack, client)
     finally:
-        plane.stop()
+        _stop(plane, request.session)
 
 
 @pytest_asyncio.fixture
@@ -106,3 +123,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     failure that only one order shows is repeated with `--randomly-seed=N`."""
     if config.pluginmanager.has_plugin("randomly") and config.getoption("randomly_reorganize", True):
         terminalreporter.write_line(f"random order: --randomly-seed={config.getoption('randomly_seed')}")
+    for kept in _KEPT:
+        terminalreporter.write_line(f"a test failed: logs of the control plane and its controllers kept in {kept}")

@@ -4,6 +4,7 @@ slow down."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -18,6 +19,8 @@ class TcpProxy:
     # Seconds each chunk waits before it is passed on, both ways (a long network).
     delay: float = 0.0
     connected: bool = True
+    # Called as each connection is accepted, before a byte of it is passed on.
+    on_accept: Callable[[], None] | None = None
     _server: asyncio.Server | None = None
     _pipes: set[asyncio.StreamWriter] = field(default_factory=set)
 
@@ -41,6 +44,8 @@ class TcpProxy:
         self.connected = True
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.on_accept is not None:
+            self.on_accept()
         if not self.connected:
             writer.transport.abort()
             return

@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from actors.client import decode, json_codec
 from actors.client.config import proxy_for, ssl_context
-from actors.client.errors import RequestTimeout, TransportError, api_error
+from actors.client.errors import RequestTimeout, TransportError, WriteWithheld, api_error
 from actors.observe.tracing import annotate_write
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ RequestObserver = Callable[[str, str, int, float], None]
 # Asked before every write, with the request's method and resource: raises WriteWithheld to stop it.
 WriteFence = Callable[[str, str], None]
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The write this task is sending (method, resource), for the fence's check at the connection.
+_sending_write: ContextVar[tuple[str, str] | None] = ContextVar("sending_write", default=None)
 
 
 def request_verb(method: str, query: Mapping[str, str], name: str | None) -> str:
@@ -51,6 +54,31 @@ def transport_errors() -> Iterator[None]:
         raise TransportError(str(err) or type(err).__name__) from err
 
 
+class _FencedConnector(aiohttp.TCPConnector):
+    """Asks the transport's fence about a write once its connection is in hand, the last moment
+    before its bytes go out. Opening a connection (TCP, then TLS over a slow network) takes round
+    trips; a process paused meanwhile would, if asked before, send the write when it resumes. No
+    client can close the window entirely (a paused process may stop between this check and the
+    socket's write, or its bytes may wait in the network): this keeps it to a few instructions."""
+
+    def __init__(self, transport: Transport, **options: Any) -> None:
+        super().__init__(**options)
+        self._transport = transport
+
+    async def connect(
+        self, req: aiohttp.ClientRequest, traces: list[aiohttp.tracing.Trace], timeout: aiohttp.ClientTimeout
+    ) -> aiohttp.connector.Connection:
+        connection = await super().connect(req, traces, timeout)
+        write, fence = _sending_write.get(), self._transport.fence
+        if write is not None and fence is not None:
+            try:
+                fence(*write)
+            except BaseException:
+                connection.release()  # unused: back to the pool
+                raise
+        return connection
+
+
 class Transport:
     def __init__(self, configuration: Configuration, *, user_agent: str, observers: Sequence[RequestObserver]) -> None:
         self.configuration = configuration
@@ -66,7 +94,7 @@ class Transport:
     def _http(self) -> aiohttp.ClientSession:
         """One pooled session, created on first use inside the running event loop."""
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=64, ssl=ssl_context(self.configuration))
+            connector = _FencedConnector(self, limit=64, ssl=ssl_context(self.configuration))
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=2**21)
         return self._session
 
@@ -136,13 +164,13 @@ class Transport:
         resource: str = "",
         name: str | None = None,
     ) -> bytes:
-        """One request; the answer's bytes, ApiError for a non-2xx answer."""
-        if self.fence is not None and method in _WRITES:
-            self.fence(method, resource)
+        """One request; the answer's bytes, ApiError for a non-2xx answer; WriteWithheld for a write
+        the fence refuses (asked by the connector, see _FencedConnector)."""
         query = dict(query or {})
         headers = await self._headers(content_type or ("application/json" if body is not None else None))
         started = time.perf_counter()
-        code = 0
+        code, sent = 0, True
+        sending = _sending_write.set((method, resource) if method in _WRITES else None)
         try:
             with transport_errors():
                 async with self._http().request(
@@ -155,8 +183,13 @@ class Transport:
                     **self._request_options(),
                 ) as response:
                     raw, code = await response.read(), response.status
+        except WriteWithheld:
+            sent = False  # never left the process: not a request to observe
+            raise
         finally:
-            self._observe(request_verb(method, query, name), resource, code, started)
+            _sending_write.reset(sending)
+            if sent:
+                self._observe(request_verb(method, query, name), resource, code, started)
         if not 200 <= code <= 299:
             raise api_error(code, raw)
         return raw

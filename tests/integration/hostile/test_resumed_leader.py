@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from actors.client import KubeClient
-from actors.client.known_resources import INSTANCES, LEASES
+from actors.client.known_resources import EVENTS, INSTANCES, LEASES
 from plane import NAMESPACE as NAMESPACES, ControlPlane, free_port
 from tests.support.instances import null_instance
 from tests.support.null_provider import CONFIGMAPS
@@ -119,6 +119,11 @@ async def run_the_pause(kube: KubeClient, replicas: dict[str, subprocess.Popen[b
     standby = next(user for user in REPLICAS if user != leader)
     await kube.create(INSTANCES, null_instance("steady", NS))
     await wait_for(lambda: phase(kube, "steady", "Ready"), timeout=60, what="steady Ready")
+    # Its pass ends with an Event, written after the status: paused before that write is sent, a
+    # process sends it as it resumes (a request decided while leading, as a network may delay one),
+    # which no lease held by the client can stop. The point here is the work it finds waiting, so it
+    # is paused with none of its own requests in flight.
+    await wait_for(lambda: recorded_about(kube, "steady"), timeout=60, what="steady's Event")
 
     replicas[leader].send_signal(signal.SIGSTOP)
     await wait_for(
@@ -158,6 +163,12 @@ async def taken_over(kube: KubeClient, pid: int) -> bool:
 async def phase(kube: KubeClient, name: str, wanted: str) -> bool:
     obj = await kube.get(INSTANCES, NS, name)
     return ((obj or {}).get("status") or {}).get("phase") == wanted
+
+
+async def recorded_about(kube: KubeClient, name: str) -> bool | NotYet:
+    events, _ = await kube.list_all(EVENTS, NS)
+    about = [e["reason"] for e in events if (e.get("regarding") or {}).get("name") == name]
+    return bool(about) or NotYet(f"no Event about {name} yet")
 
 
 async def config_size(kube: KubeClient, name: str, size: str) -> bool:
