@@ -51,7 +51,7 @@ from actors.reconcile.validate import Refusal, Validated, validate
 from actors.reconcile.versions import awaiting_provider
 from actors.status.connection_secret import connection_secret
 from actors.status.events import EventRecorder
-from actors.status.writer import StatusWriter
+from actors.status.writer import StaleStatus, StatusWriter
 
 log = structlog.get_logger("actors.reconcile.reconciler")
 tracer = trace.get_tracer("actors.reconcile.reconciler")
@@ -138,7 +138,7 @@ class InstanceReconciler:
                     # decides; until then nothing is written.
                     log.warning("write withheld, not leading", error=str(err))
                     outcome = Action(failed=True)
-                except finalizer.Conflict:
+                except (finalizer.Conflict, StaleStatus):
                     # Our copy was stale: the retry reads the newer one from the informer's cache.
                     log.info("Instance changed under a conditional write, will retry")
                     outcome = Action(failed=True)

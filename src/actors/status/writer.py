@@ -28,6 +28,11 @@ tracer = trace.get_tracer("actors.status.compose")
 _PHASES = frozenset(p.value for p in Phase)
 
 
+class StaleStatus(Exception):
+    """The Instance changed since the pass read it; its status was not written: run the pass again
+    on the newer copy."""
+
+
 class StatusWriter:
     def __init__(self, client: KubeClient, *, field_manager: str, phases: InstancePhases | None = None) -> None:
         self.client = client
@@ -111,9 +116,13 @@ class StatusWriter:
         try:
             await self.client.replace(INSTANCES, body, subresource="status", field_manager=self.field_manager)
         except ApiError as err:
-            if err.not_found or err.conflict:
-                # Our copy is stale; the newer version's watch event runs us again.
-                return
+            if err.not_found:
+                return  # deleted meanwhile: its DELETED event runs us again
+            if err.conflict:
+                # Our copy is stale. The newer version's watch event need not run us again: it may
+                # be a status write (ours, the pass before, not delivered yet when this pass read
+                # the Instance), which wakes no one. So this pass must run again itself.
+                raise StaleStatus(f"Instance {meta['namespace']}/{meta['name']} changed since it was read") from err
             raise
 
 

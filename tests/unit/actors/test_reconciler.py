@@ -6,7 +6,8 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - a kind no longer served: the `not_served` callback, and an immediate second pass;
 - the API server failing a sync: a Ready Instance keeps its phase;
 - an object the API server refuses as invalid (422): Failed, counted as an error, not retried;
-- a conflict on the finalizer patch: a failed pass that writes no status;
+- a conflict on the finalizer patch: a failed pass that writes no status; a status write refused
+  as stale: a failed pass, to run again;
 - version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
   bad input, runs once in an hour of fake time; a Provider not known yet is retried with backoff;
 - a status the API server refuses (422): the minimal status is written instead;
@@ -258,6 +259,23 @@ async def test_a_stale_copy_is_the_same_conflict() -> None:
     runtime.reconciler.instances = {KEY: stale}  # the informer has not seen the edit yet
     assert await runtime.reconciler(KEY) == Action(failed=True)
     assert runtime.status_writes() == 0
+
+
+async def test_a_status_write_on_a_copy_older_than_our_last_status_write_runs_the_pass_again() -> None:
+    """The pass before wrote the status; the informer has not delivered that write when the next
+    pass reads the Instance. Its status write is refused as stale, and the newer version's event is
+    a status write, which wakes no one: the pass must fail so that it runs again (a CI run saw an
+    Instance stay Suspending, KServe long stopped, because it counted as done)."""
+    runtime = Runtime()
+    runtime.instance()
+    assert await runtime.reconciler(KEY) == Action()
+    ready = runtime.kube.view(INSTANCES)[KEY]
+    stale = {**ready, "status": {}}  # what a pass reads when the informer is behind: before the status
+    runtime.kube.put(INSTANCES, ready)  # the status write it has not delivered: a newer version
+    runtime.reconciler.instances = {KEY: stale}
+    writes = runtime.status_writes()
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status_writes() == writes + 1  # tried, refused as stale, to run again
 
 
 async def test_an_undefined_version_fails_with_the_go_runtimes_message_and_is_not_retried() -> None:
