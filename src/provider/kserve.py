@@ -45,7 +45,7 @@ from provider.shared.workload_pods import PULL_REASONS, ComponentPods, WorkloadP
 from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
 from provider.topologies.registry import build_topologies
 
-log = structlog.get_logger("provider.kserve")
+log = structlog.get_logger(__name__)
 
 # Where catalogs come from: fixed ones, or the catalog actors' current snapshot.
 CatalogSource = Catalogs | Callable[[], Catalogs]

@@ -55,8 +55,8 @@ from actors.client.resource import GroupVersionKind, KubeObject, Resource, gvk_o
 from actors.contract import is_owned_by, stamp
 from actors.observe.tracing import span
 
-log = structlog.get_logger("actors.apply.applier")
-tracer = trace.get_tracer("actors.apply.applier")
+log = structlog.get_logger(__name__)
+tracer = trace.get_tracer(__name__)
 
 
 def holds(live: Any, wanted: Any) -> bool:

@@ -24,7 +24,7 @@ from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import KubeObject, Resource
 from actors.queue.ratelimit import Backoff
 
-log = structlog.get_logger("actors.cache.informer")
+log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 # (key "namespace/name", old value or None, new value or None)

@@ -19,7 +19,7 @@ from actors.cache.owned_index import OwnedRef
 from actors.client import KubeClient, KubeError
 from actors.client.resource import KubeObject, Resource
 
-log = structlog.get_logger("actors.cache.owned_kinds")
+log = structlog.get_logger(__name__)
 
 
 class OwnedKinds:

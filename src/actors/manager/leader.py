@@ -18,7 +18,7 @@ from actors.client import ApiError, KubeClient, WriteWithheld
 from actors.client.known_resources import LEASES
 from actors.queue.clock import Clock, MonotonicClock
 
-log = structlog.get_logger("actors.manager.leader")
+log = structlog.get_logger(__name__)
 
 
 # Requests the fence lets through whatever the lease says: the lease's own renewal and release, and

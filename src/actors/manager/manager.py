@@ -45,7 +45,7 @@ from actors.serve import endpoints
 from actors.status.events import EventRecorder
 from actors.status.writer import StatusWriter
 
-log = structlog.get_logger("actors.manager.manager")
+log = structlog.get_logger(__name__)
 
 __all__ = ["Manager"]
 

@@ -14,7 +14,7 @@ import ctypes
 
 import structlog
 
-log = structlog.get_logger("actors.observe.memory")
+log = structlog.get_logger(__name__)
 
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number, from glibc's <malloc.h>
 MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's own starting value

@@ -32,7 +32,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from actors.queue.clock import Clock, MonotonicClock
 from actors.queue.ratelimit import RateLimiter
 
-log = structlog.get_logger("actors.queue.actor_system")
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)

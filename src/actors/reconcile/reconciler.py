@@ -53,8 +53,8 @@ from actors.status.connection_secret import connection_secret
 from actors.status.events import EventRecorder
 from actors.status.writer import StaleStatus, StatusWriter
 
-log = structlog.get_logger("actors.reconcile.reconciler")
-tracer = trace.get_tracer("actors.reconcile.reconciler")
+log = structlog.get_logger(__name__)
+tracer = trace.get_tracer(__name__)
 
 COND_VALID = "Valid"
 COND_SYNCED = "Synced"

@@ -23,7 +23,7 @@ from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import Resource
 from actors.queue.clock import Clock, MonotonicClock
 
-log = structlog.get_logger("actors.serve.auth")
+log = structlog.get_logger(__name__)
 
 TOKEN_REVIEWS: Final = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False)
 SUBJECT_ACCESS_REVIEWS: Final = Resource(

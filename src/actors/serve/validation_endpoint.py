@@ -22,7 +22,7 @@ from actors.client import decode
 from actors.interface import KubeObject
 from actors.serve.apps import health_app
 
-log = structlog.get_logger("actors.serve.validation_endpoint")
+log = structlog.get_logger(__name__)
 
 Validate = Callable[[KubeObject], Awaitable[str | None]]
 # An Instance is at most ~1.5 MB in etcd; a request carries it and maybe the old one.

@@ -22,7 +22,7 @@ import structlog
 
 from actors.interface import ComponentStatus, Condition, ConnectionDetails, KubeObject, Phase
 
-log = structlog.get_logger("actors.status.compose")
+log = structlog.get_logger(__name__)
 
 CONNECTION_DETAILS_READY = "ConnectionDetailsReady"
 

@@ -27,8 +27,8 @@ from actors.interface import KubeObject
 from actors.observe.tracing import span
 from actors.queue.clock import Clock, MonotonicClock
 
-log = structlog.get_logger("actors.status.events")
-tracer = trace.get_tracer("actors.status.events")
+log = structlog.get_logger(__name__)
+tracer = trace.get_tracer(__name__)
 
 EventType = Literal["Normal", "Warning"]
 # events.k8s.io/v1's bounds on a note, a reason and an action.

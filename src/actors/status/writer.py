@@ -22,8 +22,8 @@ from actors.observe.metrics import InstancePhases
 from actors.observe.tracing import span
 from actors.status.compose import COMPONENT_FIELDS, bounded_message, compose_status
 
-log = structlog.get_logger("actors.status.compose")
-tracer = trace.get_tracer("actors.status.compose")
+log = structlog.get_logger(__name__)
+tracer = trace.get_tracer(__name__)
 
 _PHASES = frozenset(p.value for p in Phase)
 

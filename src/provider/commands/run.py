@@ -118,7 +118,7 @@ def main(args: argparse.Namespace) -> int:
         failed = _leaves(group, StartupFailed)
         if not failed:
             raise
-        structlog.get_logger("provider.run").error("start-up failed", reason=str(failed[0]))
+        structlog.get_logger(__name__).error("start-up failed", reason=str(failed[0]))
         return 1
     return 0
 
@@ -140,7 +140,7 @@ def _leaves(group: BaseExceptionGroup[BaseException], kind: type[Exception]) -> 
 async def _run(args: argparse.Namespace) -> None:
     from provider.kserve import build_provider
 
-    log = structlog.get_logger("provider.run")
+    log = structlog.get_logger(__name__)
     metrics = RuntimeMetrics()
     client = await KubeClient.connect(
         args.kubeconfig, args.context, user_agent=PROVIDER_NAME, observers=[metrics.observe_request]

@@ -20,7 +20,7 @@ from provider.model.settings import ProviderSettings
 from provider.topologies.llm.topology_params import LlmTopologyParameters
 from provider.topologies.urls import default_port, origin
 
-log = structlog.get_logger("provider.gateway")
+log = structlog.get_logger(__name__)
 
 def uses_ai_gateway(obj: KubeObject) -> bool:
     topology = (obj.get("spec") or {}).get("topology") or {}

@@ -27,7 +27,7 @@ from provider.shared.catalogs import (
 )
 from provider.topologies.protocol import CatalogModel, Catalogs, LoraAdapter
 
-log = structlog.get_logger("provider.shared.catalogs")
+log = structlog.get_logger(__name__)
 
 MODEL_CATALOG_FILE_ENV = "MODEL_CATALOG_FILE"
 LORA_CATALOG_FILE_ENV = "LORA_ADAPTER_CATALOG_FILE"

@@ -16,7 +16,7 @@ from actors import KubeClient, KubeObject, SharedActor, SharedContext, Wake, wak
 from provider.model.kinds import NAMESPACES
 from provider.rules.pod_security import ENFORCE_LABEL, LEVELS, Level
 
-log = structlog.get_logger("provider.namespaces")
+log = structlog.get_logger(__name__)
 
 def _level_label(obj: KubeObject) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(ENFORCE_LABEL, ""))

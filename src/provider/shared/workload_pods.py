@@ -28,7 +28,7 @@ from actors import LABEL_PROVIDER, KubeObject, SharedActor, SharedContext, WakeK
 from provider.model.kinds import PODS
 from provider.model.names import PROVIDER_NAME
 
-log = structlog.get_logger("provider.shared.workload_pods")
+log = structlog.get_logger(__name__)
 
 LABEL_INSTANCE: Final = "core.openeverest.io/instance"
 LABEL_COMPONENT: Final = "core.openeverest.io/component"
