@@ -129,6 +129,18 @@ class WaitFor(Exception):
         self.seconds = seconds
 
 
+@dataclass(frozen=True)
+class Release:
+    """A merge patch that asks another controller to let go of an object it holds (a finalizer it
+    keeps longer than it should), which the runtime cannot delete by itself. The provider says
+    which (`Provider.releases`); the runtime sends them, in each pass and on each cleanup retry."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    patch: KubeObject
+
+
 @dataclass
 class ReconcileContext:
     """What a provider sees of one reconcile: the Instance and the means to look around.
@@ -203,6 +215,12 @@ class Provider(Protocol[Valid]):
         """Map the observed derived objects onto the Instance status."""
         ...
 
+    def releases(self, ctx: ReconcileContext) -> Sequence[Release]:
+        """What another controller holds of the Instance's objects and should let go, as data: the
+        runtime sends each patch after desired() in every pass and before deleting on cleanup (an
+        object gone already is skipped). Pure, like desired(): render and tests call it freely."""
+        ...
+
     async def cleanup(self, ctx: ReconcileContext) -> None:
-        """Extra cleanup on deletion, after the runtime deleted the owned objects. May raise WaitFor."""
+        """Extra cleanup on deletion, before the runtime deletes the owned objects. May raise WaitFor."""
         ...

@@ -24,6 +24,7 @@ from actors import (
     KubeObject,
     Phase,
     ReconcileContext,
+    Release,
     Resource,
     SharedActors,
     StatusReport,
@@ -263,9 +264,7 @@ class KServeProvider:
         return self.check(ctx.instance, self.catalogs())
 
     async def desired(self, ctx: ReconcileContext, valid: Checked) -> list[KubeObject]:
-        desired = valid.topology.desired(valid.instance, valid.inputs, ctx.available, ctx.live)
-        await self._send_releases(ctx)
-        return desired
+        return valid.topology.desired(valid.instance, valid.inputs, ctx.available, ctx.live)
 
     async def status(self, ctx: ReconcileContext, valid: Checked) -> StatusReport:
         inputs = StatusInputs(
@@ -283,22 +282,15 @@ class KServeProvider:
         report = held_back(report, valid.topology.components, pods)
         return replace(report, components=component_statuses(valid.topology.components, pods, report.phase))
 
-    async def cleanup(self, ctx: ReconcileContext) -> None:
-        """The runtime deletes every object we own (all carry the Instance's controller reference);
-        what another controller still holds of them is released, on every retry."""
-        await self._send_releases(ctx)
-
-    async def _send_releases(self, ctx: ReconcileContext) -> None:
-        """Every topology's releases: an Instance may hold objects of the topology it had before."""
+    def releases(self, ctx: ReconcileContext) -> list[Release]:
+        """Every topology's releases, whatever the Instance's topology is now: it may hold objects of
+        the topology it had before."""
         name = ctx.instance["metadata"]["name"]
-        for topology in self.topologies.values():
-            for release in topology.releases(name, ctx.live):
-                log.info("asking KServe to release what it holds", kind=release.resource.kind, name=release.name)
-                try:
-                    await ctx.client.patch(release.resource, release.namespace, release.name, release.patch)
-                except ApiError as err:
-                    if not err.not_found:
-                        raise
+        return [release for topology in self.topologies.values() for release in topology.releases(name, ctx.live)]
+
+    async def cleanup(self, ctx: ReconcileContext) -> None:
+        """Nothing beyond what the runtime does: it deletes every object we own (all carry the
+        Instance's controller reference) and sends the releases on every retry."""
 
     async def _node_addresses(self, ctx: ReconcileContext) -> list[str]:
         try:

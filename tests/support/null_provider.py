@@ -17,6 +17,7 @@ from actors.interface import (
     KubeObject,
     Phase,
     ReconcileContext,
+    Release,
     Resource,
     StatusReport,
     ValidationFailed,
@@ -73,6 +74,9 @@ class NullProvider:
             Phase.READY,
             connection=ConnectionDetails(type="null", provider=self.name, host=host, port="80", uri=f"http://{host}"),
         )
+
+    def releases(self, ctx: ReconcileContext) -> Sequence[Release]:
+        return ()  # nothing of a null Instance's is held by another controller
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
         self.cleanups.append(ctx.key.name)

@@ -251,6 +251,7 @@ class InstanceReconciler:
         try:
             with self._step("sync"):
                 desired = await self.provider.desired(ctx, validated.valid)
+                await self._send_releases(ctx)
                 return await self.applier.sync(ctx.instance, desired, available=ctx.available, force=force)
         except WaitFor as wait:
             return Action(requeue_after=wait.seconds)
@@ -322,6 +323,17 @@ class InstanceReconciler:
             return Action(terminal=True)  # the same apply would be refused again: wait for a change
         return Action(failed=True)
 
+    async def _send_releases(self, ctx: ReconcileContext) -> None:
+        """The provider's releases: merge patches another controller is to act on. One for an
+        object gone already is done."""
+        for release in self.provider.releases(ctx):
+            log.info("asking another controller to release", kind=release.resource.kind, name=release.name)
+            try:
+                await self.client.patch(release.resource, release.namespace, release.name, release.patch)
+            except ApiError as err:
+                if not err.not_found:
+                    raise
+
     def _live(self, instance: KubeObject) -> Callable[[Resource, str], KubeObject | None]:
         """Lookup of this Instance's derived objects in the watch index (unpacked on demand)."""
         meta = instance["metadata"]
@@ -347,8 +359,10 @@ class InstanceReconciler:
             await self.status.write(instance, StatusReport(Phase.TERMINATING, "Deleting derived objects"), runtime=[])
         with self._step("cleanup"):
             if ours:
+                ctx = self._context(instance)
                 try:
-                    await self.provider.cleanup(self._context(instance))
+                    await self._send_releases(ctx)
+                    await self.provider.cleanup(ctx)
                 except WaitFor as wait:
                     return Action(requeue_after=wait.seconds)
             # What the API server deleted at once is gone: no need to wait for its watch event

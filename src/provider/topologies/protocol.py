@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from actors import KubeObject, Resource, StatusReport
+from actors import KubeObject, Release, Resource, StatusReport
 from provider.model.instance import Instance
 from provider.rules.pod_security import PodPolicy
 
@@ -72,17 +72,6 @@ InputsT = TypeVar("InputsT")
 def nothing_live(resource: Resource, name: str) -> KubeObject | None:
     """`Live` outside a cluster (render): no object exists yet."""
     return None
-
-
-@dataclass(frozen=True)
-class Release:
-    """A merge patch that asks another controller to let go of an object it holds (a finalizer it
-    keeps longer than it should): the runtime cannot delete such an object by itself."""
-
-    resource: Resource
-    namespace: str
-    name: str
-    patch: KubeObject
 
 
 class TopologyHandler(Protocol[InputsT]):

@@ -27,7 +27,7 @@ import pytest
 
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
-from actors.interface import KubeObject, ReconcileContext, Resource, StatusReport
+from actors.interface import KubeObject, ReconcileContext, Release, Resource, StatusReport
 from provider.kserve import Checked, KServeProvider
 from provider.model.kinds import POD_MONITOR, SERVICE
 from tests.support.convergence import census, inventory, kinds_of, kserve_provider, wait_converged
@@ -76,6 +76,9 @@ class GatedProvider:
 
     async def status(self, ctx: ReconcileContext, valid: Checked) -> StatusReport:
         return await self.inner.status(ctx, valid)
+
+    def releases(self, ctx: ReconcileContext) -> Sequence[Release]:
+        return self.inner.releases(ctx)
 
     async def cleanup(self, ctx: ReconcileContext) -> None:
         await self.inner.cleanup(ctx)

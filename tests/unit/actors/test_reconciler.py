@@ -6,6 +6,7 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - a kind no longer served: the `not_served` callback, and an immediate second pass;
 - the API server failing a sync: a Ready Instance keeps its phase;
 - an object the API server refuses as invalid (422): Failed, counted as an error, not retried;
+- the provider's releases: sent in every pass and on cleanup, one for an object gone skipped;
 - a conflict on the finalizer patch: a failed pass that writes no status; a status write refused
   as stale: a failed pass, to run again;
 - version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
@@ -34,7 +35,7 @@ from actors.cache.owned_index import OwnedIndex, owned_ref
 from actors.client import ApiError, KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
-from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport
+from actors.interface import KubeObject, Phase, ReconcileContext, Release, Resource, StatusReport
 from actors.manager.options import ManagerOptions
 from actors.observe import tracing
 from actors.observe.metrics import RuntimeMetrics
@@ -276,6 +277,33 @@ async def test_a_status_write_on_a_copy_older_than_our_last_status_write_runs_th
     writes = runtime.status_writes()
     assert await runtime.reconciler(KEY) == Action(failed=True)
     assert runtime.status_writes() == writes + 1  # tried, refused as stale, to run again
+
+
+@dataclass
+class Releasing(NullProvider):
+    """The null provider, asking another controller to let go of ConfigMap `held` (and of `gone`,
+    which no longer exists)."""
+
+    def releases(self, ctx: ReconcileContext) -> list[Release]:
+        touch = {"metadata": {"annotations": {"touched": "yes"}}}
+        return [Release(CONFIGMAPS, NAMESPACE, name, touch) for name in ("gone", "held")]
+
+
+async def test_releases_are_sent_in_every_pass_and_on_cleanup_one_for_a_gone_object_skipped() -> None:
+    runtime = Runtime(provider=Releasing())
+    runtime.kube.put(CONFIGMAPS, {"metadata": {"name": "held", "namespace": NAMESPACE}})
+    runtime.instance()
+    assert await runtime.reconciler(KEY) == Action()
+    held = runtime.kube.stored(CONFIGMAPS, NAMESPACE, "held")
+    assert held is not None and held["metadata"]["annotations"] == {"touched": "yes"}
+    assert [call.name for call in runtime.kube.writes("patch", CONFIGMAPS)] == ["gone", "held"]
+
+    stored = runtime.kube.view(INSTANCES)[KEY]
+    deleted = {**stored["metadata"], "deletionTimestamp": "2026-12-07T00:00:00Z"}
+    runtime.kube.put(INSTANCES, {**stored, "metadata": deleted})
+    assert await runtime.reconciler(KEY) == Action()
+    assert [call.name for call in runtime.kube.writes("patch", CONFIGMAPS)] == ["gone", "held", "gone", "held"]
+    assert runtime.kube.stored(INSTANCES, NAMESPACE, "a") is None  # cleaned up: the finalizer went
 
 
 async def test_an_undefined_version_fails_with_the_go_runtimes_message_and_is_not_retried() -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import anyio
 import pytest
 
 from actors.client import ApiError, KubeClient
-from actors.interface import KubeObject, Phase, ReconcileContext, Resource, StatusReport, ValidationFailed
+from actors.interface import KubeObject, Phase, ReconcileContext, Release, Resource, StatusReport, ValidationFailed
 from actors.manager.options import ManagerOptions
 from actors.manager.shared import SharedContext, informer_watch, wake_nobody
 from provider.kserve import KServeProvider, build_provider, node_addresses
@@ -19,13 +20,13 @@ from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
 from provider.shared.ai_gateway import AIGatewayActor
 from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
+from provider.topologies.llm.config import KSERVE_CONFIG_FINALIZER, RELEASE_ANNOTATION
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.protocol import (
     Catalogs,
     Live,
     LoraAdapter,
     Observed,
-    Release,
     StatusInputs,
     TopologyHandler,
     nothing_live,
@@ -298,6 +299,38 @@ async def test_cleanup_leaves_deletion_to_the_runtime() -> None:
     client = FakeKube()
     await provider().cleanup(ctx(llm_instance(), client=client))
     assert requested(client) == []
+
+
+async def test_what_kserve_holds_is_released_as_data_and_desired_writes_nothing() -> None:
+    """The Instance's config on its way out, held by KServe's finalizer, no service using it: the
+    release is a touch of the config, returned for the runtime to send; desired() sends nothing."""
+    obj = llm_instance()
+    name = obj["metadata"]["name"]
+    held = {
+        "metadata": {
+            "name": f"{name}-config",
+            "namespace": obj["metadata"]["namespace"],
+            "deletionTimestamp": "2026-12-07T00:00:00Z",
+            "finalizers": [KSERVE_CONFIG_FINALIZER],
+        }
+    }
+
+    def live(resource: Resource, wanted: str) -> KubeObject | None:
+        return held if (resource, wanted) == (kinds.LLM_INFERENCE_SERVICE_CONFIG, f"{name}-config") else None
+
+    client = FakeKube()
+    context = replace(ctx(obj, client=client), live=live)
+    kserve = provider(catalogs=CATALOG)
+    await desired(kserve, context)
+    assert requested(client) == []
+    (release,) = kserve.releases(context)
+    assert (release.resource, release.namespace, release.name) == (
+        kinds.LLM_INFERENCE_SERVICE_CONFIG,
+        obj["metadata"]["namespace"],
+        f"{name}-config",
+    )
+    assert list(release.patch["metadata"]["annotations"]) == [RELEASE_ANNOTATION]
+    assert kserve.releases(ctx(obj)) == []  # nothing held: nothing to release
 
 
 def test_node_addresses_external_first() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from actors import KubeObject, Resource, StatusReport
+from actors import KubeObject, Release, Resource, StatusReport
 from provider.model import kinds, names
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
@@ -19,7 +19,7 @@ from provider.topologies.llm.serviceaccount import model_puller
 from provider.topologies.llm.status import llm_status
 from provider.topologies.llm.validation import validate_llm
 from provider.topologies.llm.workload import llm_config, llm_inference_service
-from provider.topologies.protocol import Catalogs, Live, Observed, Release, StatusInputs, nothing_live
+from provider.topologies.protocol import Catalogs, Live, Observed, StatusInputs, nothing_live
 from provider.topologies.suspension import kept_count
 
 
