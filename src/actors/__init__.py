@@ -13,14 +13,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-exported)
-    from actors.apply.conflicts import ApplyConflict as ApplyConflict, NameClash as NameClash
     from actors.cache.informer import StartupFailed as StartupFailed
     from actors.cache.limits import InstanceLimits as InstanceLimits
     from actors.client import (
         ApiError as ApiError,
         KubeClient as KubeClient,
-        KubeError as KubeError,
-        RequestTimeout as RequestTimeout,
         TransportError as TransportError,
     )
     from actors.client.known_resources import (
@@ -71,7 +68,6 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
     from actors.observe.memory import keep_large_buffers_unmapped as keep_large_buffers_unmapped
     from actors.observe.metrics import RuntimeMetrics as RuntimeMetrics
     from actors.observe.tracing import configure_tracing as configure_tracing
-    from actors.queue.actor_system import Action as Action, ActorSystem as ActorSystem
     from actors.reconcile.versions import (
         effective_bundle as effective_bundle,
         resolve_versions as resolve_versions,
@@ -101,7 +97,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     # OpenEverest's ownership metadata, for tools that find or preview derived objects.
     "actors.contract": ("LABEL_PROVIDER", "inventory_selector", "is_owned_by", "ownership_labels", "stamp"),
     # The API client and what it raises.
-    "actors.client": ("ApiError", "KubeClient", "KubeError", "RequestTimeout", "TransportError"),
+    "actors.client": ("ApiError", "KubeClient", "TransportError"),
     "actors.client.known_resources": ("CRDS", "INSTANCES", "PROVIDERS", "SECRETS"),
     "actors.client.lean_import": ("use_lean_kubernetes_asyncio",),
     # Running a provider.
@@ -110,9 +106,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "actors.manager.shared": ("SharedActor", "SharedActors", "SharedContext", "Wake", "WakeKey", "wake_nobody"),
     "actors.cache.informer": ("StartupFailed",),
     "actors.cache.limits": ("InstanceLimits",),
-    "actors.queue.actor_system": ("Action", "ActorSystem"),
     "actors.serve.endpoints": ("Endpoints",),
-    "actors.apply.conflicts": ("ApplyConflict", "NameClash"),
     # Version bundles and status reasons, as the runtime decides them (render previews the same).
     "actors.reconcile.versions": ("effective_bundle", "resolve_versions", "version_problem"),
     "actors.status.compose": ("valid_reason",),

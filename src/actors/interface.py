@@ -1,9 +1,11 @@
-"""The contract between the generic runtime and a provider.
+"""The interface between the generic runtime and a provider (`actors.contract` is OpenEverest's:
+labels, finalizer, ownership).
 
 The runtime owns everything that is the same for every OpenEverest provider: the finalizer, the
 state machine, applying and pruning derived objects, writing status and the connection Secret.
-A provider only answers four questions about one Instance: is it valid (and what did it read),
-what objects should exist, what is its status given what exists, and what extra cleanup is needed.
+A provider only answers questions about one Instance: is it valid (and what did it read), what
+objects should exist and what should other controllers let go of, what is its status given what
+exists, and what extra cleanup is needed.
 """
 
 from __future__ import annotations
@@ -13,25 +15,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from actors.client.resource import KubeObject, ObjectKey, Resource
+# Re-exported: the types a provider sees (`X as X`).
+from actors.client.resource import KubeObject as KubeObject, ObjectKey as ObjectKey, Resource as Resource
 
 if TYPE_CHECKING:
     from actors.client import KubeClient
-
-__all__ = [
-    "ComponentStatus",
-    "Condition",
-    "ConnectionDetails",
-    "KubeObject",
-    "ObjectKey",
-    "Phase",
-    "Provider",
-    "ReconcileContext",
-    "Resource",
-    "StatusReport",
-    "ValidationFailed",
-    "WaitFor",
-]
 
 class Phase(StrEnum):
     """Instance.status.phase values of the OpenEverest core CRD."""

@@ -23,6 +23,7 @@ from actors import (
     KubeClient,
     KubeObject,
     Phase,
+    Provider,
     ReconcileContext,
     Release,
     Resource,
@@ -300,6 +301,10 @@ class KServeProvider:
             log.warning("cannot list nodes for NodePort connection details", error=str(err))
             return []
         return node_addresses(nodes)
+
+
+# The runtime's interface, checked by the type checker here rather than only where a Manager is built.
+_IMPLEMENTS: type[Provider[Checked]] = KServeProvider
 
 
 def build_provider(environ: Mapping[str, str], client: KubeClient | None = None) -> tuple[KServeProvider, SharedActors]:
