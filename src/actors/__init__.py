@@ -13,8 +13,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-exported)
-    from actors.cache.informer import StartupFailed as StartupFailed
-    from actors.cache.limits import InstanceLimits as InstanceLimits
     from actors.client import (
         ApiError as ApiError,
         KubeClient as KubeClient,
@@ -26,7 +24,6 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
         PROVIDERS as PROVIDERS,
         SECRETS as SECRETS,
     )
-    from actors.client.lean_import import use_lean_kubernetes_asyncio as use_lean_kubernetes_asyncio
     from actors.contract import (
         LABEL_PROVIDER as LABEL_PROVIDER,
         inventory_selector as inventory_selector,
@@ -49,6 +46,12 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
         ValidationFailed as ValidationFailed,
         WaitFor as WaitFor,
     )
+    from actors.manager.command import (
+        add_connection_arguments as add_connection_arguments,
+        add_manager_arguments as add_manager_arguments,
+        manager_main as manager_main,
+        run_manager as run_manager,
+    )
     from actors.manager.manager import Manager as Manager
     from actors.manager.options import ManagerOptions as ManagerOptions
     from actors.manager.shared import (
@@ -59,15 +62,6 @@ if TYPE_CHECKING:  # the names of _MODULES, for type checkers (`X as X`: re-expo
         WakeKey as WakeKey,
         wake_nobody as wake_nobody,
     )
-    from actors.observe.garbage_collector import (
-        collect_young_less_often as collect_young_less_often,
-        freeze_startup_objects as freeze_startup_objects,
-        observe_collections as observe_collections,
-    )
-    from actors.observe.logs import configure_logging as configure_logging
-    from actors.observe.memory import keep_large_buffers_unmapped as keep_large_buffers_unmapped
-    from actors.observe.metrics import RuntimeMetrics as RuntimeMetrics
-    from actors.observe.tracing import configure_tracing as configure_tracing
     from actors.reconcile.versions import (
         effective_bundle as effective_bundle,
         resolve_versions as resolve_versions,
@@ -99,27 +93,15 @@ _MODULES: dict[str, tuple[str, ...]] = {
     # The API client and what it raises.
     "actors.client": ("ApiError", "KubeClient", "TransportError"),
     "actors.client.known_resources": ("CRDS", "INSTANCES", "PROVIDERS", "SECRETS"),
-    "actors.client.lean_import": ("use_lean_kubernetes_asyncio",),
-    # Running a provider.
+    # Running a provider: its command line and process, or the Manager itself.
+    "actors.manager.command": ("add_connection_arguments", "add_manager_arguments", "manager_main", "run_manager"),
     "actors.manager.manager": ("Manager",),
     "actors.manager.options": ("ManagerOptions",),
     "actors.manager.shared": ("SharedActor", "SharedActors", "SharedContext", "Wake", "WakeKey", "wake_nobody"),
-    "actors.cache.informer": ("StartupFailed",),
-    "actors.cache.limits": ("InstanceLimits",),
     "actors.serve.endpoints": ("Endpoints",),
     # Version bundles and status reasons, as the runtime decides them (render previews the same).
     "actors.reconcile.versions": ("effective_bundle", "resolve_versions", "version_problem"),
     "actors.status.compose": ("valid_reason",),
-    # The process: logs, traces, metrics, memory and the garbage collector.
-    "actors.observe.logs": ("configure_logging",),
-    "actors.observe.tracing": ("configure_tracing",),
-    "actors.observe.metrics": ("RuntimeMetrics",),
-    "actors.observe.memory": ("keep_large_buffers_unmapped",),
-    "actors.observe.garbage_collector": (
-        "collect_young_less_often",
-        "freeze_startup_objects",
-        "observe_collections",
-    ),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = sorted(_HOME)

@@ -7,8 +7,6 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from actors import use_lean_kubernetes_asyncio
-
 # Each module exposes `register(subparsers)`, which adds its verb and sets `func` to a callable
 # taking the parsed namespace and returning the exit code.
 COMMANDS = (
@@ -29,8 +27,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Before any verb imports the client: kubernetes-asyncio without its ~770 model classes.
-    use_lean_kubernetes_asyncio()
     args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code

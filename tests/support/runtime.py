@@ -11,13 +11,8 @@ from typing import Any
 
 import anyio
 
-from actors.client import KubeClient
-from actors.interface import Provider
-from actors.manager.manager import Manager
-from actors.manager.options import ManagerOptions
-from actors.manager.shared import SharedActors
+from actors import Endpoints, KubeClient, Manager, ManagerOptions, Provider, SharedActors
 from actors.queue.actor_system import ActorSystem
-from actors.serve.endpoints import Endpoints
 from tests.support.waiting import NotYet, wait_for
 
 

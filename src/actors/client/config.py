@@ -17,12 +17,15 @@ from actors.client.lean_import import use_lean_kubernetes_asyncio
 if TYPE_CHECKING:
     from kubernetes_asyncio.client.configuration import Configuration
 
+# kubernetes-asyncio without its ~770 model classes, for every process that uses this client: before
+# anything imports the library (a no-op when something did already).
+use_lean_kubernetes_asyncio()
+
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
 async def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Configuration:
     """In-cluster config when running in a pod and no kubeconfig is given, else the kubeconfig."""
-    use_lean_kubernetes_asyncio()  # a no-op when the process installed it at start-up, as it should
     from kubernetes_asyncio.client.configuration import Configuration
     from kubernetes_asyncio.config import kube_config
     from kubernetes_asyncio.config.incluster_config import load_incluster_config

@@ -15,8 +15,7 @@ from typing import Any
 
 import anyio
 
-from actors import KubeClient
-from provider.commands import add_connection_arguments
+from actors import KubeClient, add_connection_arguments
 from provider.kserve import KServeProvider
 from provider.model.settings import ProviderSettings
 from provider.tools.cluster_checks import diagnose, exit_code, format_table

@@ -20,8 +20,7 @@ from typing import Any
 import anyio
 import yaml
 
-from actors import KubeClient
-from provider.commands import add_connection_arguments
+from actors import KubeClient, add_connection_arguments
 from provider.kserve import KServeProvider
 from provider.model.settings import ProviderSettings, SettingsError
 from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, lora_catalog_from

@@ -54,9 +54,8 @@ def test_the_lean_import_is_written_for_the_locked_and_installed_version() -> No
 def test_lean_import_loads_no_models_and_the_full_library_still_imports() -> None:
     probe = """
 import sys
-import actors.client
-assert "kubernetes_asyncio" not in sys.modules, "importing the runtime imported kubernetes-asyncio"
-actors.use_lean_kubernetes_asyncio()
+import actors.client  # installs the lean import: the library registered, none of it run
+assert sys.modules["kubernetes_asyncio"].__dict__.get("_lean_loaded") is False, "kubernetes-asyncio loaded"
 from actors.client.config import load_configuration
 from kubernetes_asyncio.config import kube_config
 assert not [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.models.")], "models loaded"
