@@ -76,7 +76,7 @@ class Manager:
         self.options = opts = options or ManagerOptions()
         self.shared = shared or SharedActors()
         # The client's observers feed `metrics.observe_request` when the caller wired them so
-        # (provider.commands.run does); when electing, the manager fences the client's writes.
+        # (actors.manager.command does); when electing, the manager fences the client's writes.
         self.metrics = metrics or RuntimeMetrics()
         self.index = OwnedIndex()
         # Our own writes, to Instances and derived objects alike: their echoes wake no one.
