@@ -31,6 +31,7 @@ from actors import (
     StatusReport,
     ValidationFailed,
 )
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.kinds import NODE, OPTIONAL, SERVICE
 from provider.model.names import ANNOTATION_DOMAIN, PROVIDER_NAME
@@ -40,11 +41,11 @@ from provider.rules.fields import check_object_name
 from provider.rules.pod_security import Level, PodPolicy
 from provider.rules.problems import Problems
 from provider.rules.quote import quote
-from provider.shared.ai_gateway import AIGatewayActor
-from provider.shared.catalog_actors import register_catalogs
-from provider.shared.namespace_levels import NamespaceLevels
-from provider.shared.workload_pods import PULL_REASONS, ComponentPods, WorkloadPods
-from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
+from provider.shared_actors.ai_gateway import AIGatewayActor
+from provider.shared_actors.catalog_actors import register_catalogs
+from provider.shared_actors.namespace_levels import NamespaceLevels
+from provider.shared_actors.workload_pods import PULL_REASONS, ComponentPods, WorkloadPods
+from provider.topologies.protocol import StatusInputs, TopologyHandler
 from provider.topologies.registry import build_topologies
 
 log = structlog.get_logger(__name__)
@@ -310,8 +311,8 @@ _IMPLEMENTS: type[Provider[Checked]] = KServeProvider
 def build_provider(environ: Mapping[str, str], client: KubeClient | None = None) -> tuple[KServeProvider, SharedActors]:
     """The provider as `provider-kserve run` starts it, configured from the chart's environment.
 
-    Registers the shared actors it asks: the model and LoRA catalogs (provider.shared.catalog_actors) and,
-    given a client to watch the shared Gateway with, the AI Gateway actor (provider.shared.ai_gateway),
+    Registers the shared actors it asks: the model and LoRA catalogs (provider.shared_actors.catalog_actors) and,
+    given a client to watch the shared Gateway with, the AI Gateway actor (provider.shared_actors.ai_gateway),
     the namespaces' Pod Security levels and the pods KServe runs for our Instances (status.components).
     Without a client AI Gateway Instances stay Provisioning (`Waiting for Envoy AI Gateway address`).
     """

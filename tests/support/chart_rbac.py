@@ -14,7 +14,7 @@ from pathlib import Path
 from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
 from plane import ControlPlane, create_or_replace, service_account_token
-from provider.tools import rbac
+from provider.model import rbac
 from tests.support.chart import prepare_chart, render
 from tests.support.waiting import NotYet, wait_for
 

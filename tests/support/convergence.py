@@ -19,9 +19,9 @@ from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import LABEL_INSTANCE, LABEL_PROVIDER, is_owned_by
 from actors.interface import KubeObject, Resource
 from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs
 from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
-from provider.topologies.protocol import Catalogs
 from tests.support.waiting import NotYet, wait_for
 
 SELECTOR = f"{LABEL_PROVIDER}={PROVIDER_NAME}"

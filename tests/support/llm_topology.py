@@ -9,11 +9,12 @@ import pytest
 
 from actors.interface import KubeObject, ValidationFailed
 from provider.model import kinds
+from provider.model.catalog import Catalogs, LoraAdapter
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.llm.inputs import LlmInputs
 from provider.topologies.llm.validation import validate_llm
-from provider.topologies.protocol import Catalogs, Live, LoraAdapter, nothing_live
+from provider.topologies.protocol import Live, nothing_live
 from tests.support.instances import as_model, llm_instance
 
 ALL_KINDS = frozenset(kinds.OWNED)

@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 
 from actors import KubeClient, add_connection_arguments
+from provider.doctor.cluster_checks import diagnose, exit_code, format_table
 from provider.kserve import KServeProvider
 from provider.model.settings import ProviderSettings
-from provider.tools.cluster_checks import diagnose, exit_code, format_table
 
 
 def register(subparsers: Any) -> None:

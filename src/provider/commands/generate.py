@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from provider.tools.definition import DefinitionError
-from provider.tools.generation import find_root, render, stale_files, write_files
+from provider.generate.definition import DefinitionError
+from provider.generate.generation import find_root, render, stale_files, write_files
 
 
 def register(subparsers: Any) -> None:

@@ -21,11 +21,10 @@ import anyio
 import yaml
 
 from actors import KubeClient, add_connection_arguments
+from provider.inspect.inventory import format_table, gather, report_document
 from provider.kserve import KServeProvider
+from provider.model.catalog import LORA_CATALOG_ENV, CatalogError, Catalogs, lora_catalog_from
 from provider.model.settings import ProviderSettings, SettingsError
-from provider.shared.catalogs import LORA_CATALOG_ENV, CatalogError, lora_catalog_from
-from provider.tools.inventory import format_table, gather, report_document
-from provider.topologies.protocol import Catalogs
 
 
 def register(subparsers: Any) -> None:

@@ -1,14 +1,14 @@
 """`provider-kserve render [-f values.yaml] FILE...`: preview what Instances become in a real install.
 
 Offline and deterministic: no cluster is contacted. Every Instance is checked and translated the
-controller's way (provider.tools.preview) and everything it asks for is printed, optional kinds
+controller's way (provider.render.preview) and everything it asks for is printed, optional kinds
 included; stderr says per optional object which CRD it needs (the controller skips it without),
 and once when a namespace was defaulted or a placeholder uid stamped.
 
 Settings, in increasing precedence:
 1. with `-f/--values FILE` (repeatable): the chart's values.yaml with the files merged over it, as
    `helm install -f` does, turned into the environment the chart's Deployment gives the provider
-   (provider.tools.chart_values); without `-f`: the provider's own environment variables, as the
+   (provider.render.chart_values); without `-f`: the provider's own environment variables, as the
    controller reads them;
 2. one flag per setting (below), e.g. `--ai-gateway-enabled true`.
 
@@ -29,20 +29,20 @@ from typing import Any, TextIO
 import yaml
 
 from actors import KubeObject
+from provider.generate.definition import DefinitionError
+from provider.generate.generation import CHART_DIR, find_root
 from provider.kserve import KServeProvider
-from provider.model.settings import ProviderSettings, SettingsError
-from provider.shared.catalogs import (
+from provider.model.catalog import (
     LORA_CATALOG_ENV,
     MODEL_CATALOG_ENV,
     CatalogError,
+    Catalogs,
     parse_lora_catalog,
     parse_model_catalog,
 )
-from provider.tools import chart_values
-from provider.tools.definition import DefinitionError
-from provider.tools.generation import CHART_DIR, find_root
-from provider.tools.preview import Document, offline_providers, preview
-from provider.topologies.protocol import Catalogs
+from provider.model.settings import ProviderSettings, SettingsError
+from provider.render import chart_values
+from provider.render.preview import Document, offline_providers, preview
 
 # Exit status of a process that wrote into a closed pipe (128 + SIGPIPE), as `head` leaves a shell.
 BROKEN_PIPE = 141

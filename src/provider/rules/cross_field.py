@@ -7,7 +7,7 @@ the provider then refuses: a Failed Instance from a form that said nothing. Each
 its rules (`config.crossFieldRules` in its topology.yaml names the tuple): the ones the form can
 express, where the form carries each and an example both refuse; and the ones it cannot, with why.
 `provider-kserve generate --check` fails when a declared rule has no CEL rule on its form field that
-reads every field the rule reads (provider.tools.definition_ui_check); the form-model test
+reads every field the rule reads (provider.generate.definition_ui_check); the form-model test
 (tests/unit/tools/test_ui_form.py) posts every example and checks that the form and the provider
 both refuse it, in the provider's words. A new rule across fields in a topology's validation goes
 here with it.

@@ -14,35 +14,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from actors import KubeObject, Release, Resource, StatusReport
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.rules.pod_security import PodPolicy
-
-
-@dataclass(frozen=True)
-class LoraAdapter:
-    label: str
-    name: str
-    uri: str
-    # The URI of the model the adapter was trained on; "" when the catalog does not say.
-    base_model: str = ""
-
-
-@dataclass(frozen=True)
-class CatalogModel:
-    label: str
-    uri: str
-    gated: bool = False
-
-
-@dataclass(frozen=True)
-class Catalogs:
-    """The chart's model and LoRA catalogs as last loaded by their shared actors."""
-
-    models: Sequence[CatalogModel] = ()
-    lora_adapters: Sequence[LoraAdapter] = ()
-
-    def adapter(self, name: str) -> LoraAdapter | None:
-        return next((a for a in self.lora_adapters if a.name == name), None)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from plane import shared_dir
-from provider.tools import rbac
+from provider.model import rbac
 from tests.support.chart import CHART, RELEASE_NAMESPACE, by_kind, container, env, one, parse_run_args, render
 from tests.support.helm import helm
 

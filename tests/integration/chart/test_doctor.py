@@ -3,7 +3,7 @@
 - admin: every check ok, exit 0;
 - a ServiceAccount with no permissions: every permission missing (except the SelfSubjectAccessReview
   every user may create), the CRDs still found through discovery, exit 1;
-- a ServiceAccount bound to exactly the chart's rules (`provider.tools.rbac.policy_rules`, which the
+- a ServiceAccount bound to exactly the chart's rules (`provider.model.rbac.policy_rules`, which the
   chart's ClusterRole and Role are generated from): every check ok, so the chart's RBAC is enough
   and doctor checks nothing the chart does not grant;
 - the same rules granted in one namespace only, or with one rule left out: exactly those checks
@@ -23,8 +23,8 @@ import yaml
 from actors.client import KubeClient
 from actors.interface import KubeObject, Resource
 from plane import free_port, service_account_token
-from provider.tools.cluster_checks import Row, Status, diagnose, exit_code
-from provider.tools.rbac import RULES, policy_rules
+from provider.doctor.cluster_checks import Row, Status, diagnose, exit_code
+from provider.model.rbac import RULES, policy_rules
 from tests.support.convergence import OWNED
 from tests.support.provider_process import PROVIDER_BIN
 from tests.support.waiting import wait_for

@@ -12,7 +12,7 @@ import pytest
 from actors.client import ApiError, KubeClient
 from actors.interface import KubeObject, Resource
 from plane import CRD, ControlPlane
-from provider.tools import rbac
+from provider.model import rbac
 from tests.support.chart import render
 from tests.support.chart_rbac import (
     CLUSTER_ROLE,

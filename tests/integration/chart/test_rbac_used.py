@@ -25,11 +25,10 @@ from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
 from actors.interface import KubeObject
 from actors.serve.endpoints import Endpoints
 from plane import create_or_replace, free_port
+from provider.doctor.cluster_checks import diagnose
 from provider.kserve import build_provider
-from provider.model import kinds as llm_kinds
+from provider.model import kinds as llm_kinds, rbac
 from provider.model.kinds import INFERENCE_SERVICE
-from provider.tools import rbac
-from provider.tools.cluster_checks import diagnose
 from tests.support.chart import ROOT, container, one, render
 from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_account_kubeconfig
 from tests.support.http import fetch

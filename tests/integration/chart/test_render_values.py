@@ -3,7 +3,7 @@
 For a range of values files (defaults, the AI Gateway with a quota and TLS, release and name
 overrides, catalogs, OTEL variables, extraEnv), the chart is rendered with the real `helm template`
 (built by dev/build-controlplane.sh) and the container's environment (fieldRefs resolved) is
-compared, variable by variable, with `provider.tools.chart_values.deployment_env` for the same values;
+compared, variable by variable, with `provider.render.chart_values.deployment_env` for the same values;
 then `render -f` is compared with `render` run under the environment Helm produced: same objects.
 """
 
@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from provider.cli import main
+from provider.model.catalog import parse_lora_catalog, parse_model_catalog
 from provider.model.settings import ProviderSettings, SettingsError
-from provider.shared.catalogs import parse_lora_catalog, parse_model_catalog
-from provider.tools.chart_values import deployment_env, load_values
+from provider.render.chart_values import deployment_env, load_values
 from tests.support.chart import container
 from tests.support.helm import helm
 

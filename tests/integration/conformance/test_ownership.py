@@ -26,10 +26,10 @@ from actors.client import MERGE_PATCH, KubeClient
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
 from actors.interface import KubeObject
+from provider.inspect.inventory import gather, owners_of
+from provider.model.catalog import Catalogs
 from provider.model.kinds import LLM_INFERENCE_SERVICE, POD_MONITOR
 from provider.model.names import FORCE_OWNERSHIP_ANNOTATION, PROVIDER_NAME
-from provider.tools.inventory import gather, owners_of
-from provider.topologies.protocol import Catalogs
 from tests.support.convergence import condition, inventory, kinds_of, kserve_provider, wait_converged
 from tests.support.instances import llm_instance
 from tests.support.provider_process import PROVIDER_BIN

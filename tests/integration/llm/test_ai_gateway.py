@@ -22,11 +22,11 @@ from actors.interface import KubeObject, ReconcileContext, Resource, StatusRepor
 from actors.manager.manager import Manager
 from provider.kserve import Checked, KServeProvider, build_provider
 from provider.model import kinds
+from provider.model.catalog import Catalogs
 from provider.model.kinds import GATEWAYS
 from provider.model.names import PROVIDER_NAME
-from provider.shared.ai_gateway import AIGatewayActor
+from provider.shared_actors.ai_gateway import AIGatewayActor
 from provider.topologies.llm import own_conditions, status as llm_status
-from provider.topologies.protocol import Catalogs
 from tests.support.instance_status import conditions_of, connection_secret, wait_phase, wait_status, workload_url
 from tests.support.instances import llm_instance
 from tests.support.kserve import KServeCluster

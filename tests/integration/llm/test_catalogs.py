@@ -17,7 +17,7 @@ from actors.client.known_resources import INSTANCES
 from actors.interface import KubeObject
 from provider.kserve import build_provider
 from provider.model import kinds
-from provider.shared.catalog_actors import LoraCatalogActor
+from provider.shared_actors.catalog_actors import LoraCatalogActor
 from provider.topologies.llm import own_conditions
 from tests.support.instance_status import conditions_of, wait_phase
 from tests.support.instances import llm_instance

@@ -26,10 +26,9 @@ from actors.contract import is_owned_by, stamp
 from actors.interface import KubeObject, Resource
 from provider.kserve import KServeProvider
 from provider.model import kinds
+from provider.model.catalog import Catalogs, parse_lora_catalog
 from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
-from provider.shared.catalogs import parse_lora_catalog
-from provider.topologies.protocol import Catalogs
 from tests.support.instances import llm_instance
 from tests.support.read_back import first_difference
 

@@ -20,6 +20,7 @@ from actors.contract import is_owned_by, stamp
 from actors.interface import KubeObject
 from provider.kserve import KServeProvider
 from provider.model import kinds as llm_kinds
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.names import PROVIDER_NAME
@@ -27,7 +28,6 @@ from provider.model.settings import ProviderSettings
 from provider.topologies.llm import own_conditions
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs
 from tests.support.instances import predictor_instance
 from tests.support.kserve import KServeCluster
 from tests.support.read_back import first_difference

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from provider.shared.catalogs import CatalogError, parse_lora_catalog
-from provider.topologies.protocol import LoraAdapter
+from provider.model.catalog import CatalogError, LoraAdapter, parse_lora_catalog
 
 
 def test_parse() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from actors.interface import Condition, Phase
 from provider.model import kinds
-from provider.topologies.protocol import CatalogModel, Catalogs, StatusInputs
+from provider.model.catalog import CatalogModel, Catalogs
+from provider.topologies.protocol import StatusInputs
 from tests.support.kserve_objects import llmisvc
 from tests.support.llm_status import AI, BASE_URL, GATEWAY, condition, route, status
 from tests.support.llm_topology import GATEWAY_SETTINGS, settings

@@ -7,10 +7,9 @@ import pytest
 
 from actors.interface import ValidationFailed
 from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs, LoraAdapter, parse_lora_catalog
 from provider.rules.problems import MAX_PROBLEM_CHARS, MAX_PROBLEMS, SEPARATOR
-from provider.shared.catalogs import parse_lora_catalog
 from provider.topologies.llm.validation import validate_llm
-from provider.topologies.protocol import Catalogs, LoraAdapter
 from tests.support.instances import LLM_MODEL_URI, as_model, llm_instance
 from tests.support.llm_topology import fails, inputs, settings
 

@@ -10,9 +10,9 @@ import yaml
 
 from actors.contract import stamp
 from provider.cli import main
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs
 from provider.topologies.registry import TOPOLOGIES
 
 ROOT = Path(__file__).resolve().parents[3]

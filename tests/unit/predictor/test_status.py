@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from actors.interface import Condition, ConnectionDetails, Phase, StatusReport
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
 from provider.topologies.predictor.status import connection_details, predictor_status
-from provider.topologies.protocol import Catalogs, Observed, StatusInputs
+from provider.topologies.protocol import Observed, StatusInputs
 from tests.support.instances import as_model, predictor_instance, predictor_parameters as params
 from tests.support.kserve_objects import ISVC_READY_CONDITIONS as READY_CONDITIONS, isvc, isvc_condition as cond
 

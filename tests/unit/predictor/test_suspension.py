@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from actors.interface import KubeObject, Phase, StatusReport
+from provider.model.catalog import Catalogs
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.lifecycle import CHANGE_POLL
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs, StatusInputs
+from provider.topologies.protocol import StatusInputs
 from provider.topologies.suspension import STOP_ANNOTATION
 from tests.support.instances import as_model, predictor_instance, predictor_parameters as params
 from tests.support.kserve_objects import ISVC_READY_CONDITIONS, isvc, isvc_condition as cond

@@ -12,11 +12,11 @@ from typing import Any
 
 from provider.kserve import KServeProvider
 from provider.model import kinds as llm_kinds
+from provider.model.catalog import Catalogs
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs
 from tests.support.instances import predictor_instance
 
 SETTINGS = ProviderSettings()

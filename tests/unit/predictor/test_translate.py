@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from actors.interface import ValidationFailed
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs
 from tests.support.instances import SKLEARN_URI, as_model, predictor_instance, predictor_parameters as params
 
 TOPOLOGY = PredictorTopology()

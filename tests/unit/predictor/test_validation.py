@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from actors.interface import ValidationFailed
+from provider.model.catalog import Catalogs
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs
 from tests.support.instances import SKLEARN_URI, as_model, predictor_instance, predictor_parameters as params
 
 TOPOLOGY = PredictorTopology()

@@ -15,22 +15,15 @@ from actors.manager.options import ManagerOptions
 from actors.manager.shared import SharedContext, informer_watch, wake_nobody
 from provider.kserve import KServeProvider, build_provider, node_addresses
 from provider.model import kinds
+from provider.model.catalog import Catalogs, LoraAdapter
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
-from provider.shared.ai_gateway import AIGatewayActor
-from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
+from provider.shared_actors.ai_gateway import AIGatewayActor
+from provider.shared_actors.catalog_actors import LoraCatalogActor, ModelCatalogActor
 from provider.topologies.llm.config import KSERVE_CONFIG_FINALIZER, RELEASE_ANNOTATION
 from provider.topologies.llm.handler import LlmTopology
-from provider.topologies.protocol import (
-    Catalogs,
-    Live,
-    LoraAdapter,
-    Observed,
-    StatusInputs,
-    TopologyHandler,
-    nothing_live,
-)
+from provider.topologies.protocol import Live, Observed, StatusInputs, TopologyHandler, nothing_live
 from tests.support.fake_kube import FakeKube
 from tests.support.instances import llm_instance, predictor_instance
 from tests.support.llm_topology import CATALOG, GATEWAY_SETTINGS

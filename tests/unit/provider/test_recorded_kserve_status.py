@@ -18,12 +18,13 @@ import pytest
 
 from actors.interface import Condition, ConnectionDetails, KubeObject, Phase, StatusReport
 from provider.model import kinds
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
 from provider.topologies.llm.handler import LlmTopology
 from provider.topologies.llm.status import CONFIG_FAILURES
 from provider.topologies.predictor import PredictorTopology
-from provider.topologies.protocol import Catalogs, StatusInputs, TopologyHandler
+from provider.topologies.protocol import StatusInputs, TopologyHandler
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "kserve"
 PENDING = "Deployment does not have minimum availability."

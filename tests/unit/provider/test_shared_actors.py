@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from actors.interface import KubeObject
+from provider.model.catalog import CatalogError, CatalogModel, LoraAdapter, parse_model_catalog
 from provider.model.settings import ProviderSettings
-from provider.shared.ai_gateway import AIGatewayActor, gateway_base_url, uses_ai_gateway
-from provider.shared.catalog_actors import LoraCatalogActor, ModelCatalogActor
-from provider.shared.catalogs import CatalogError, parse_model_catalog
-from provider.topologies.protocol import CatalogModel, LoraAdapter
+from provider.shared_actors.ai_gateway import AIGatewayActor, gateway_base_url, uses_ai_gateway
+from provider.shared_actors.catalog_actors import LoraCatalogActor, ModelCatalogActor
 from tests.support.instances import llm_instance, predictor_instance
 
 

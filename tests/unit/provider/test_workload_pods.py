@@ -7,7 +7,7 @@ from typing import Any
 
 from actors import ComponentStatus, Phase, StatusReport
 from provider.kserve import PODS_CANNOT_START, component_state, component_statuses, held_back
-from provider.shared.workload_pods import (
+from provider.shared_actors.workload_pods import (
     DETAIL_LENGTH,
     LABEL_COMPONENT,
     LABEL_INSTANCE,

@@ -33,8 +33,8 @@ import pytest
 
 from actors.interface import KubeObject, Resource, ValidationFailed
 from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs
 from provider.model.settings import ProviderSettings
-from provider.topologies.protocol import Catalogs
 from tests.support.fuzz_instances import ENGINE, LLM, PREDICTOR, instance_spec, set_path
 from tests.support.fuzz_profiles import validation_fuzz_examples
 from tests.support.llm_topology import CATALOG

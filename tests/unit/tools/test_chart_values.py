@@ -1,4 +1,4 @@
-"""provider.tools.chart_values: Helm's value merging and the chart's Deployment environment, in-process.
+"""provider.render.chart_values: Helm's value merging and the chart's Deployment environment, in-process.
 (tests/integration/chart/test_render_values.py proves the mapping equal to `helm template`.)"""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from provider.model.settings import ProviderSettings
-from provider.tools.chart_values import ValuesError, deployment_env, fullname, load_values, merge_values
+from provider.render.chart_values import ValuesError, deployment_env, fullname, load_values, merge_values
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "provider-kserve"
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from provider.generate import generation as generate
+from provider.generate.definition import DefinitionError
 from provider.rules.cross_field import CrossFieldRule, CrossFieldRules
-from provider.tools import generation as generate
-from provider.tools.definition import DefinitionError
 
 
 class _Engine(BaseModel):

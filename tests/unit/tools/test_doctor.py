@@ -1,4 +1,4 @@
-"""`provider.tools.cluster_checks`: the pure part, from API answers to table rows and exit code.
+"""`provider.doctor.cluster_checks`: the pure part, from API answers to table rows and exit code.
 
 The calls themselves (`diagnose`) run against the real control plane in
 tests/integration/chart/test_doctor.py.
@@ -9,11 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.client.known_resources import INSTANCES, PROVIDERS
-from provider.kserve import KServeProvider
-from provider.model import kinds
-from provider.model.kinds import GATEWAYS, INFERENCE_SERVICE
-from provider.model.settings import ProviderSettings
-from provider.tools.cluster_checks import (
+from provider.doctor.cluster_checks import (
     CLUSTER_SCOPED,
     Row,
     Status,
@@ -26,7 +22,11 @@ from provider.tools.cluster_checks import (
     scoped_checks,
     summary,
 )
-from provider.tools.rbac import RULES, AccessCheck, Rule, access_checks
+from provider.kserve import KServeProvider
+from provider.model import kinds
+from provider.model.kinds import GATEWAYS, INFERENCE_SERVICE
+from provider.model.rbac import RULES, AccessCheck, Rule, access_checks
+from provider.model.settings import ProviderSettings
 
 OWNED = KServeProvider(ProviderSettings()).owned_resources()
 CORE = {INSTANCES.api_version: {"instances", "providers"}}

@@ -14,8 +14,9 @@ from pydantic import BaseModel
 
 from plane import crds_dir
 from provider.commands import generate as generate_command
-from provider.tools import generation as generate, rbac
-from provider.tools.openapi_schema import openapi_v3
+from provider.generate import generation as generate
+from provider.generate.openapi_schema import openapi_v3
+from provider.model import rbac
 from tests.support.structural_schema import structural_errors
 
 ROOT = Path(__file__).resolve().parents[3]

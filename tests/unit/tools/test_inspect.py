@@ -1,4 +1,4 @@
-"""`provider.tools.inventory`: the pure part, from an Instance and its objects to the report and its forms.
+"""`provider.inspect.inventory`: the pure part, from an Instance and its objects to the report and its forms.
 
 The API calls (`gather`) run against the real control plane in the conformance tests.
 """
@@ -12,10 +12,7 @@ import yaml
 
 from actors.contract import stamp
 from actors.interface import KubeObject
-from provider.kserve import KServeProvider
-from provider.model.names import PROVIDER_NAME
-from provider.model.settings import ProviderSettings
-from provider.tools.inventory import (
+from provider.inspect.inventory import (
     Owner,
     build_report,
     condition_summary,
@@ -25,7 +22,10 @@ from provider.tools.inventory import (
     owners_of,
     report_document,
 )
-from provider.topologies.protocol import Catalogs
+from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs
+from provider.model.names import PROVIDER_NAME
+from provider.model.settings import ProviderSettings
 from tests.support.instances import INLINE_CONFIG, llm_instance
 
 PROVIDER = KServeProvider(ProviderSettings())

@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from provider.tools.definition import DefinitionError
-from provider.tools.openapi_schema import openapi_v3
+from provider.generate.definition import DefinitionError
+from provider.generate.openapi_schema import openapi_v3
 
 
 class _Inner(BaseModel):

@@ -20,13 +20,12 @@ import yaml
 
 from actors import ValidationFailed, effective_bundle, resolve_versions
 from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs, parse_lora_catalog
 from provider.model.names import PROVIDER_NAME
 from provider.model.settings import ProviderSettings
 from provider.rules.cross_field import CrossFieldRule
-from provider.shared.catalogs import parse_lora_catalog
 from provider.topologies.llm.cross_field_rules import RULES as LLM_RULES
 from provider.topologies.predictor.cross_field_rules import RULES as PREDICTOR_RULES
-from provider.topologies.protocol import Catalogs
 from tests.support import ui_form
 
 ROOT = Path(__file__).resolve().parents[3]

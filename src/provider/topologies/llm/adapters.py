@@ -14,13 +14,13 @@ import re
 from typing import Final
 
 from actors import ValidationFailed
+from provider.model.catalog import Catalogs
 from provider.rules.problems import Problems
 from provider.rules.quote import quote
 from provider.topologies.llm.inputs import Adapter, LlmInputs
 from provider.topologies.llm.param_base import ENGINE_PREFIX
 from provider.topologies.llm.params import LlmEngineParameters
 from provider.topologies.llm.uris import scheme_of, uri_problem
-from provider.topologies.protocol import Catalogs
 
 # Adapter names end up as vLLM --lora-modules names and in KServe paths.
 ADAPTER_NAME_PATTERN: Final = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from actors import KubeObject, Release, Resource, StatusReport
 from provider.model import kinds, names
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.pod_security import PodPolicy
@@ -19,7 +20,7 @@ from provider.topologies.llm.serviceaccount import model_puller
 from provider.topologies.llm.status import llm_status
 from provider.topologies.llm.validation import validate_llm
 from provider.topologies.llm.workload import llm_config, llm_inference_service
-from provider.topologies.protocol import Catalogs, Live, Observed, StatusInputs, nothing_live
+from provider.topologies.protocol import Live, Observed, StatusInputs, nothing_live
 from provider.topologies.suspension import kept_count
 
 

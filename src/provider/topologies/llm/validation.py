@@ -47,6 +47,7 @@ from pydantic import BaseModel, ValidationError
 
 from actors import ValidationFailed
 from provider.model import names
+from provider.model.catalog import Catalogs
 from provider.model.instance import ComponentService, ComponentSpec, Instance
 from provider.model.settings import ProviderSettings
 from provider.rules.fields import check_image, check_int32, check_qualified_name, check_text
@@ -63,7 +64,6 @@ from provider.topologies.llm.param_base import ENGINE_PREFIX, TOPOLOGY_PREFIX, m
 from provider.topologies.llm.params import LlmEngineParameters
 from provider.topologies.llm.source_ranges import normalized_source_ranges
 from provider.topologies.llm.topology_params import LlmTopologyParameters
-from provider.topologies.protocol import Catalogs
 
 SERVICE_TYPES: Final = ("ClusterIP", "LoadBalancer", "NodePort")
 COMPONENT_TYPE: Final = "vllm"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from actors import KubeObject, Release, Resource, StatusReport
+from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.kinds import INFERENCE_SERVICE
 from provider.model.settings import ProviderSettings
@@ -12,7 +13,7 @@ from provider.rules.pod_security import PodPolicy
 from provider.topologies.predictor.status import predictor_status
 from provider.topologies.predictor.translate import inference_service
 from provider.topologies.predictor.validation import COMPONENT, PredictorInputs, validate_predictor
-from provider.topologies.protocol import Catalogs, Live, Observed, StatusInputs, nothing_live
+from provider.topologies.protocol import Live, Observed, StatusInputs, nothing_live
 from provider.topologies.suspension import kept_count
 
 

@@ -1,4 +1,5 @@
-"""The chart's catalogs, parsed: the LoRA adapter catalog (`LORA_ADAPTER_CATALOG`, a JSON list of
+"""The chart's catalogs (what the shared catalog actors load, what validation and the form read), and
+their parsing: the LoRA adapter catalog (`LORA_ADAPTER_CATALOG`, a JSON list of
 {label, name, uri, baseModel}) and the model catalog (`MODEL_CATALOG`, a JSON list of {label, uri, gated}).
 
 `baseModel` is the URI of the model an adapter was trained on: the llm topology refuses an adapter
@@ -7,24 +8,51 @@ the field existed keep working).
 
 The Go provider's rules are kept: entries without a name or uri are skipped and a later entry with
 the same name replaces an earlier one. Unlike Go, a malformed catalog is not silently empty:
-`parse_lora_catalog` raises CatalogError. Used by the LoRA catalog actor (provider.shared.catalog_actors,
+`parse_lora_catalog` raises CatalogError. Used by the LoRA catalog actor (provider.shared_actors.catalog_actors,
 which keeps the last good catalog on error) and by `provider-kserve render --lora-catalog`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from provider.rules.error_messages import first_error_message
-from provider.topologies.protocol import CatalogModel, Catalogs, LoraAdapter
 
 LORA_CATALOG_ENV: Final = "LORA_ADAPTER_CATALOG"
 MODEL_CATALOG_ENV: Final = "MODEL_CATALOG"
+
+
+@dataclass(frozen=True)
+class LoraAdapter:
+    label: str
+    name: str
+    uri: str
+    # The URI of the model the adapter was trained on; "" when the catalog does not say.
+    base_model: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    label: str
+    uri: str
+    gated: bool = False
+
+
+@dataclass(frozen=True)
+class Catalogs:
+    """The chart's model and LoRA catalogs as last loaded by their shared actors."""
+
+    models: Sequence[CatalogModel] = ()
+    lora_adapters: Sequence[LoraAdapter] = ()
+
+    def adapter(self, name: str) -> LoraAdapter | None:
+        return next((a for a in self.lora_adapters if a.name == name), None)
 
 
 class CatalogError(ValueError):

@@ -18,14 +18,16 @@ import structlog
 from anyio.abc import TaskStatus
 
 from actors import KubeObject, SharedActor, SharedActors, SharedContext, Wake
-from provider.shared.catalogs import (
+from provider.model.catalog import (
     LORA_CATALOG_ENV,
     MODEL_CATALOG_ENV,
     CatalogError,
+    CatalogModel,
+    Catalogs,
+    LoraAdapter,
     parse_lora_catalog,
     parse_model_catalog,
 )
-from provider.topologies.protocol import CatalogModel, Catalogs, LoraAdapter
 
 log = structlog.get_logger(__name__)
 

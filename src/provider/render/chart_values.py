@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import yaml
 
-from provider.shared.catalogs import LORA_CATALOG_ENV, MODEL_CATALOG_ENV
+from provider.model.catalog import LORA_CATALOG_ENV, MODEL_CATALOG_ENV
 
 CHART_NAME: Final = "provider-kserve"
 DEFAULT_RELEASE: Final = "provider-kserve"

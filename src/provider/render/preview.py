@@ -22,9 +22,9 @@ import yaml
 
 from actors import KubeObject, Resource, ValidationFailed, effective_bundle, resolve_versions, stamp, version_problem
 from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs
 from provider.model.kinds import OPTIONAL
 from provider.model.names import PROVIDER_NAME
-from provider.topologies.protocol import Catalogs
 from provider.topologies.suspension import STOP_ANNOTATION, stop_requested
 
 PLACEHOLDER_UID: Final = "00000000-0000-0000-0000-000000000000"

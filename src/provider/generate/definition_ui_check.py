@@ -3,7 +3,7 @@ the rules of OpenEverest's form.
 
 Every `path` must name a field that exists, a field the model requires must be in the form, and the
 form's defaults, bounds, patterns and options must agree with the model's. OpenEverest's UI builds
-its form (a zod schema) from these fields, and some of its rules surprise (provider.tools.form_rules
+its form (a zod schema) from these fields, and some of its rules surprise (_check_form_rules
 says which): a select without a `validation` block accepts any string, a select whose options come
 from `optionsPath` without an explicit `defaultValue` preselects the first option (and posts it),
 and a number without `int: true` accepts 2.5. So here every select must have a validation block,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from provider.tools.definition import Definition, DefinitionError, Topology, as_mapping
+from provider.generate.definition import Definition, DefinitionError, Topology, as_mapping
 
 # Fields of the core Instance CRD a UI `path` may point at besides the parameters payloads
 # (Instance.spec and its ComponentSpec; contract.md sections 1.2 and 6).

@@ -1,4 +1,4 @@
-"""definition/ + the pydantic parameter models + provider.tools.rbac -> every generated file.
+"""definition/ + the pydantic parameter models + provider.model.rbac -> every generated file.
 
 Pure: `render(root)` returns the text of each generated file, keyed by its path relative to the
 repository root; `provider-kserve generate` writes them and `generate --check` fails when any file
@@ -7,7 +7,7 @@ on disk differs. The outputs are
 - `charts/provider-kserve/generated/provider-spec.yaml`: the Provider CR's `spec` (the chart adds
   the model/LoRA catalogs and `release`), in the shape of the core.openeverest.io Provider CRD;
 - `charts/provider-kserve/generated/rbac-rules.yaml`: the ClusterRole and Role rules, from
-  `provider.tools.rbac.RULES`;
+  `provider.model.rbac.RULES`;
 - `definition/components/<component>.parameters.schema.json` and
   `definition/topologies/<topology>/parameters.schema.json`: the published JSON schemas, exactly
   `Model.model_json_schema(by_alias=True)` of the models the provider validates with.
@@ -18,8 +18,8 @@ sections are checked against the same schemas: every `path` must name a field th
 the model requires must be in the form, and the form's defaults and bounds must agree with the
 model's.
 
-Loading and the catalog checks live in `provider.tools.definition`, the JSON schema -> OpenAPI v3
-conversion in `provider.tools.openapi_schema`, the UI checks in `provider.tools.definition_ui_check`; this
+Loading and the catalog checks live in `provider.generate.definition`, the JSON schema -> OpenAPI v3
+conversion in `provider.generate.openapi_schema`, the UI checks in `provider.generate.definition_ui_check`; this
 module renders, compares and writes the files.
 """
 
@@ -33,10 +33,10 @@ from typing import Any
 
 import yaml
 
-from provider.tools import rbac
-from provider.tools.definition import Definition, DefinitionError, ModelResolver, import_model, load_definition
-from provider.tools.definition_ui_check import check_ui
-from provider.tools.openapi_schema import json_schema, openapi_v3
+from provider.generate.definition import Definition, DefinitionError, ModelResolver, import_model, load_definition
+from provider.generate.definition_ui_check import check_ui
+from provider.generate.openapi_schema import json_schema, openapi_v3
+from provider.model import rbac
 
 CHART_DIR = Path("charts/provider-kserve")
 PROVIDER_SPEC = CHART_DIR / "generated/provider-spec.yaml"
@@ -106,7 +106,7 @@ def build_provider_spec(d: Definition, schemas: Mapping[str, Mapping[str, Any]])
 def build_rbac(rules: tuple[rbac.Rule, ...] = rbac.RULES) -> str:
     """rbac-rules.yaml: `clusterRules` (ClusterRole) and `namespaceRules` (Role), each rule with
     the reason it exists as a comment."""
-    lines = [HEADER.format(source="src/provider/tools/rbac.py").rstrip("\n")]
+    lines = [HEADER.format(source="src/provider/model/rbac.py").rstrip("\n")]
     for key, scope in (("clusterRules", "cluster"), ("namespaceRules", "namespace")):
         lines.append(f"{key}:")
         for rule in rules:

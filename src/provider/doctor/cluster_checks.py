@@ -7,7 +7,7 @@ Four groups of checks, each a row of one table, and nothing is created on the wa
   which every authenticated user may read, so the check works before any RBAC is granted;
 - which optional kinds are served (KServe's LLMInferenceService and InferenceService, Envoy AI
   Gateway, Prometheus Operator), reported and never failing: the provider skips an absent kind;
-- every permission in `provider.tools.rbac`, the rules the chart's ClusterRole and Role are generated
+- every permission in `provider.model.rbac`, the rules the chart's ClusterRole and Role are generated
   from, one SelfSubjectAccessReview per verb and resource. A review is answered and never stored.
 
 The checks are pure functions of what the API server answered (`crd_rows`, `permission_row`,
@@ -26,7 +26,7 @@ import anyio
 
 from actors import CRDS, INSTANCES, PROVIDERS, ApiError, KubeClient, KubeObject, Resource, TransportError
 from provider.model.kinds import GATEWAYS, NAMESPACES, NODE
-from provider.tools.rbac import RULES, AccessCheck, Rule, access_checks
+from provider.model.rbac import RULES, AccessCheck, Rule, access_checks
 
 SSAR_PATH: Final = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 # At most this many reviews in flight: ~90 small POSTs, answered from the authorizer's cache.

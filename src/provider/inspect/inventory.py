@@ -37,8 +37,8 @@ from actors import (
     ownership_labels,
 )
 from provider.kserve import KServeProvider
+from provider.model.catalog import Catalogs
 from provider.model.names import PROVIDER_NAME
-from provider.topologies.protocol import Catalogs
 
 # The runtime writes this Secret itself (it is not in render's output).
 CONNECTION_SECRET_KIND: Final = "Secret"

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from provider.tools.definition import DefinitionError
+from provider.generate.definition import DefinitionError
 
 # JSON-schema keywords that OpenAPI v3 (as Kubernetes and the OpenEverest core read it) knows.
 OPENAPI_KEYWORDS = frozenset(

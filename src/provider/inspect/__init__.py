@@ -1,0 +1,1 @@
+"""`provider-kserve inspect`: what the provider owns in a cluster, per Instance."""
