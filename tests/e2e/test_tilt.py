@@ -44,7 +44,7 @@ from tests.e2e.support import (
     ready,
     synced,
 )
-from tests.e2e.tilt_support import Tilt, base_env, built, clean_copy, mark_log_line
+from tests.e2e.tilt_support import RUN_MODULE, Tilt, base_env, built, clean_copy, mark_log_line
 from tests.support.waiting import wait_for_sync
 
 # An unprivileged user every Debian system has.
@@ -340,7 +340,7 @@ def live_update_reaches_the_pod(tilt: Tilt, repo: Path, kubectl: Kubectl, after_
     assert now["status"]["containerStatuses"][0]["restartCount"] == restarts  # ... and container
     assert now["spec"]["containers"][0]["image"] == pod["spec"]["containers"][0]["image"]
     assert tilt.get("imagemap", RELEASE)["status"]["buildStartTime"] == image_built  # no image build
-    synced_files = kubectl("exec", "-n", RELEASE_NAMESPACE, name, "--", "cat", "/app/src/provider/commands/run.py")
+    synced_files = kubectl("exec", "-n", RELEASE_NAMESPACE, name, "--", "cat", f"/app/{RUN_MODULE}")
     assert marker in synced_files
     wait_for_sync(
         lambda: ready(provider_pod(kubectl)), what="the restarted provider Ready again", timeout=120, interval=0.5

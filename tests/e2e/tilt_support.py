@@ -22,7 +22,7 @@ from tests.e2e.support import ROOT
 
 BUILD_SCRIPT = ROOT / "dev" / "build-controlplane.sh"
 # The log line the tests edit: the provider's first line when it starts.
-RUN_MODULE = Path("src/provider/commands/run.py")
+RUN_MODULE = Path("src/actors/manager/command.py")
 STARTING = 'log.info("starting"'
 
 
