@@ -27,11 +27,11 @@ from actors.manager.leader import LostLeadership
 from actors.manager.manager import Manager
 from actors.manager.options import ManagerOptions
 from actors.manager.shared import SharedActors
-from actors.observe.garbage_collector import collect_young_less_often, freeze_startup_objects, observe_collections
 from actors.observe.logs import configure_logging
-from actors.observe.memory import keep_large_buffers_unmapped
 from actors.observe.metrics import RuntimeMetrics
 from actors.observe.tracing import configure_tracing
+from actors.process.garbage_collector import collect_young_less_often, freeze_startup_objects, observe_collections
+from actors.process.memory import keep_large_buffers_unmapped
 from actors.serve.endpoints import Endpoints
 
 log = structlog.get_logger(__name__)

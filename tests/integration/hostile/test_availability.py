@@ -259,7 +259,7 @@ async def test_instances_with_megabytes_of_parameters_are_refused_and_cost_littl
         ), messages[0]
         after = vm_rss_mib(provider.process.pid)
         # It was 72 -> 165 MiB; 24-48 MiB more while glibc kept freed buffers on its heap; 11-15 since
-        # the provider fixes the allocator's mmap threshold (actors.observe.memory).
+        # the provider fixes the allocator's mmap threshold (actors.process.memory).
         assert after - before < 30, f"RSS {before:.0f} -> {after:.0f} MiB"
         for name in names:
             assert condition(await kube.get(INSTANCES, namespace, name), "Valid")["reason"] == "ValidationFailed"  # type: ignore[index]

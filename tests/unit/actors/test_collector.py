@@ -8,13 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.observe.garbage_collector import (
+from actors.observe.metrics import RuntimeMetrics
+from actors.process.garbage_collector import (
     YOUNG_THRESHOLD,
     collect_young_less_often,
     freeze_startup_objects,
     observe_collections,
 )
-from actors.observe.metrics import RuntimeMetrics
 
 
 @pytest.fixture

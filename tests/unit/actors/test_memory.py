@@ -17,7 +17,7 @@ import pytest
 SCRIPT = textwrap.dedent(
     """
     import sys
-    from actors.observe.memory import keep_large_buffers_unmapped
+    from actors.process.memory import keep_large_buffers_unmapped
 
     def rss_mib():
         for line in open("/proc/self/status"):
