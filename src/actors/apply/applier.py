@@ -51,7 +51,7 @@ from actors.cache.owned_index import OwnedIndex, OwnedRef, projected
 from actors.client import JSON_PATCH, ApiError, KubeClient
 from actors.client.concurrently import all_of
 from actors.client.json_codec import content_hash
-from actors.client.resource import GroupVersionKind, KubeObject, Resource, gvk_of
+from actors.client.resource import GroupVersionKind, KubeObject, Resource, gvk_of, object_key
 from actors.contract import is_owned_by, stamp
 from actors.observe.tracing import span
 
@@ -133,7 +133,7 @@ class Applier:
         force: bool = False,
     ) -> SyncResult:
         meta = instance["metadata"]
-        owner_key = f"{meta['namespace']}/{meta['name']}"
+        owner_key = object_key(instance)
         result = SyncResult()
         # The kind's CRD may be absent; the provider decides whether that matters.
         todo = [(r, obj) for obj in desired if (r := self.resource_for(obj)) in available]
@@ -188,7 +188,7 @@ class Applier:
             self.intent_annotation: intent,
         }
         meta = instance["metadata"]
-        owner_key = f"{meta['namespace']}/{meta['name']}"
+        owner_key = object_key(instance)
         live = self._live(owner_key, str(meta.get("uid", "")), resource, stamped["metadata"]["name"])
         if live is not None and self._unchanged(live, intent, stamped):
             result.skipped += 1

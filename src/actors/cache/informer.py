@@ -21,6 +21,7 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from actors.client import ApiError, KubeClient, TransportError
+from actors.client.resource import object_key
 from actors.interface import KubeObject, Resource
 from actors.queue.ratelimit import Backoff
 
@@ -29,12 +30,6 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 # (key "namespace/name", old value or None, new value or None)
 ChangeHandler = Callable[[str, T | None, T | None], None]
-
-
-def object_key(obj: KubeObject) -> str:
-    meta = obj["metadata"]
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from actors.cache.owned_index import OwnedIndex
 from actors.cache.packed import PackedObjects, compress, without_managed_fields
 from actors.client import json_codec
 from actors.client.json_codec import content_hash
-from actors.client.resource import KubeObject
+from actors.client.resource import KubeObject, object_key
 from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
 
 # Fields whose change alone never needs a reconcile (our own status writes come back as events).
@@ -80,8 +80,7 @@ class InstanceStore:
         meta = obj.get("metadata") or {}
         if (meta.get("labels") or {}).get(LABEL_PROVIDER) == self.provider and holds_finalizer(obj):
             return True
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        return bool(self.index.owned_by(key, str(meta.get("uid", ""))))
+        return bool(self.index.owned_by(object_key(obj), str(meta.get("uid", ""))))
 
     def update(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> bool:
         """Store the informer's change; True when what a reconcile reads changed (or the Instance

@@ -62,4 +62,18 @@ class ObjectKey:
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @classmethod
+    def parse(cls, key: str) -> ObjectKey:
+        """The key a store and the actor system name an object by (`namespace/name`), read back."""
+        namespace, _, name = key.partition("/")
+        return cls(namespace, name)
+
+
+def object_key(obj: KubeObject) -> str:
+    """How stores and the actor system name an object: `namespace/name` (a cluster-scoped one by its
+    name alone)."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
 

@@ -31,6 +31,7 @@ from actors.cache.owned_index import OwnedIndex, OwnedRef, owned_ref
 from actors.cache.owned_kinds import OwnedKinds
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
+from actors.client.resource import ObjectKey
 from actors.contract import LABEL_PROVIDER, connection_secret_name
 from actors.interface import KubeObject, Provider, ReconcileContext
 from actors.manager.leader import LeaderElector
@@ -53,8 +54,8 @@ __all__ = ["Manager"]
 def instance_needs_reconcile(writes: WriteLedger, key: str, changed: bool, new: StoredInstance | None) -> bool:
     """Whether an Instance's watch event needs a reconcile: what a reconcile reads `changed`, and the
     event is not the echo of our own finalizer write (nor held while that write is under way)."""
-    namespace, _, name = key.partition("/")
-    instance = (INSTANCES, namespace, name)
+    parsed = ObjectKey.parse(key)
+    instance = (INSTANCES, parsed.namespace, parsed.name)
     if new is None:
         writes.forget(instance)
         return changed

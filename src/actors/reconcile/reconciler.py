@@ -31,6 +31,7 @@ from actors.cache.owned_index import OwnedIndex
 from actors.client import ApiError, KubeClient, TransportError, WriteWithheld
 from actors.client.concurrently import all_of
 from actors.client.known_resources import INSTANCES
+from actors.client.resource import ObjectKey, object_key
 from actors.contract import LABEL_PROVIDER, holds_finalizer, provider_name
 from actors.interface import (
     Condition,
@@ -203,8 +204,8 @@ class InstanceReconciler:
         settle window and a slot wait before the first apply. Later writes (status) carry the
         new resourceVersion."""
         patched: KubeObject | None = None
-        namespace, _, name = key.partition("/")
-        instance_id = (INSTANCES, namespace, name)
+        parsed = ObjectKey.parse(key)
+        instance_id = (INSTANCES, parsed.namespace, parsed.name)
         self._writes.begin(instance_id)
         try:
             with self._step("finalizer"):
@@ -337,7 +338,7 @@ class InstanceReconciler:
     def _live(self, instance: KubeObject) -> Callable[[Resource, str], KubeObject | None]:
         """Lookup of this Instance's derived objects in the watch index (unpacked on demand)."""
         meta = instance["metadata"]
-        owner_key, uid = f"{meta['namespace']}/{meta['name']}", str(meta.get("uid", ""))
+        owner_key, uid = object_key(instance), str(meta.get("uid", ""))
 
         def live(resource: Resource, name: str) -> KubeObject | None:
             ref = self.index.get(owner_key, resource, name)

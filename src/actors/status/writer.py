@@ -17,6 +17,7 @@ from opentelemetry import trace
 
 from actors.client import ApiError, KubeClient
 from actors.client.known_resources import CRDS, INSTANCES
+from actors.client.resource import object_key
 from actors.interface import Condition, KubeObject, Phase, StatusReport
 from actors.observe.metrics import InstancePhases
 from actors.observe.tracing import span
@@ -72,7 +73,7 @@ class StatusWriter:
             # A transient sync problem must not flip a serving Instance to another phase.
             phase = Phase(current["phase"])
         meta = instance["metadata"]
-        self.phases.record(f"{meta['namespace']}/{meta['name']}", phase.value)
+        self.phases.record(object_key(instance), phase.value)
         new = compose_status(
             instance,
             phase=phase,
