@@ -7,6 +7,10 @@ actor system on the fake clock where the question is when a pass runs again. Mil
 - the API server failing a sync: a Ready Instance keeps its phase;
 - an object the API server refuses as invalid (422): Failed, counted as an error, not retried;
 - the provider's releases: sent in every pass and on cleanup, one for an object gone skipped;
+- a provider waiting in Sync (WaitFor): asked again after its seconds, no error;
+- the API server unreachable, or a write withheld (not leading): a failed pass, retried;
+- an Instance handed to another provider: released (our objects, finalizer and label go);
+- an Instance kept as a stub (over a bound): Failed saying which, nothing applied;
 - a conflict on the finalizer patch: a failed pass that writes no status; a status write refused
   as stale: a failed pass, to run again;
 - version bundles: an undefined `spec.version` fails with the Go runtime's message and, like any
@@ -32,10 +36,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from actors.apply.applier import Applier
 from actors.apply.write_ledger import WriteLedger
 from actors.cache.owned_index import OwnedIndex, owned_ref
-from actors.client import ApiError, KubeClient
+from actors.client import ApiError, KubeClient, TransportError, WriteWithheld
 from actors.client.known_resources import INSTANCES, SECRETS
 from actors.contract import FINALIZER, LABEL_PROVIDER
-from actors.interface import KubeObject, Phase, ReconcileContext, Release, Resource, StatusReport
+from actors.interface import KubeObject, Phase, ReconcileContext, Release, Resource, StatusReport, WaitFor
 from actors.manager.options import ManagerOptions
 from actors.observe import tracing
 from actors.observe.metrics import RuntimeMetrics
@@ -118,6 +122,12 @@ class Runtime:
 
     def status_writes(self) -> int:
         return len(self.kube.writes("replace", INSTANCES, "status"))
+
+    def index_owned(self) -> None:
+        """What the owned kinds' watch shows by now: every ConfigMap the fake holds, in the index."""
+        intent = f"{PROVIDER.annotation_domain}/applied-intent"
+        for obj in self.kube.view(CONFIGMAPS).values():
+            self.index.update(None, owned_ref(CONFIGMAPS, obj, intent_annotation=intent, max_bytes=1 << 20))
 
 
 OURS = {"finalizers": [FINALIZER], "labels": {LABEL_PROVIDER: PROVIDER.name}}
@@ -306,6 +316,70 @@ async def test_releases_are_sent_in_every_pass_and_on_cleanup_one_for_a_gone_obj
     assert runtime.kube.stored(INSTANCES, NAMESPACE, "a") is None  # cleaned up: the finalizer went
 
 
+@dataclass
+class Waiting(NullProvider):
+    """The null provider, whose desired state waits for something for 7 s."""
+
+    async def desired(self, ctx: ReconcileContext, valid: None) -> list[KubeObject]:
+        raise WaitFor("the dependency is not there yet", seconds=7.0)
+
+
+async def test_a_provider_waiting_in_sync_is_asked_again_after_its_seconds_with_no_error() -> None:
+    runtime = Runtime(provider=Waiting())
+    runtime.instance()
+    assert await runtime.reconciler(KEY) == Action(requeue_after=7.0)
+    assert runtime.kube.writes("apply", CONFIGMAPS) == []
+    assert runtime.reconciler.metrics.reconciles.labels(result="error")._value.get() == 0
+
+
+@pytest.mark.parametrize(
+    "error",
+    [TransportError("connection reset by peer"), WriteWithheld("PATCH withheld: lease not renewed")],
+    ids=["api-server-unreachable", "write-withheld"],
+)
+async def test_an_unreachable_api_server_or_a_withheld_write_fails_the_pass_for_a_retry(error: Exception) -> None:
+    """Raised by the client in the middle of a pass (here: the finalizer patch): a failed pass,
+    retried with backoff, with nothing written after it."""
+    runtime = Runtime()
+    runtime.instance()
+    runtime.kube.fail("patch", error, resource=INSTANCES)
+    assert await runtime.reconciler(KEY) == Action(failed=True)
+    assert runtime.status_writes() == 0
+    assert runtime.kube.writes("apply", CONFIGMAPS) == []
+    assert runtime.reconciler.metrics.retries._value.get() == 1
+
+
+async def test_an_instance_handed_to_another_provider_is_released() -> None:
+    """providerRef names another provider: our objects are deleted, our finalizer and label come
+    off, and no status is written (the Instance is the other provider's to report on)."""
+    runtime = Runtime()
+    runtime.instance()
+    assert await runtime.reconciler(KEY) == Action()
+    assert runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm") is not None
+    stored = runtime.kube.view(INSTANCES)[KEY]
+    runtime.kube.put(INSTANCES, {**stored, "spec": {**stored["spec"], "providerRef": {"name": "another"}}})
+    runtime.index_owned()
+    writes = runtime.status_writes()
+    assert await runtime.reconciler(KEY) == Action()
+    released = runtime.kube.stored(INSTANCES, NAMESPACE, "a")
+    assert released is not None
+    assert FINALIZER not in (released["metadata"].get("finalizers") or [])
+    assert LABEL_PROVIDER not in (released["metadata"].get("labels") or {})
+    assert runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm") is None
+    assert runtime.status_writes() == writes
+
+
+async def test_an_instance_kept_as_a_stub_is_failed_with_the_bound_it_broke_and_nothing_applied() -> None:
+    """The store keeps an Instance over a bound as a stub, with why: the pass says so and waits."""
+    runtime = Runtime()
+    runtime.instance()
+    why = "spec is 70000 bytes of JSON, over the 65536 the provider reads"
+    runtime.reconciler.rejected = {KEY: why}
+    assert await runtime.reconciler(KEY) == Action()
+    assert (runtime.status()["phase"], runtime.status()["message"]) == ("Failed", why)
+    assert runtime.kube.writes("apply", CONFIGMAPS) == []
+
+
 async def test_an_undefined_version_fails_with_the_go_runtimes_message_and_is_not_retried() -> None:
     runtime = Runtime(providers={PROVIDER.name: BUNDLES})
     runtime.instance(version="2.0")
@@ -379,10 +453,8 @@ async def test_status_is_told_which_objects_the_pass_wrote() -> None:
     runtime = Runtime(provider=provider)
     runtime.instance()
     await runtime.reconciler(KEY)
-    stored = runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm")
-    assert stored is not None
-    intent = f"{PROVIDER.annotation_domain}/applied-intent"
-    runtime.index.update(None, owned_ref(CONFIGMAPS, stored, intent_annotation=intent, max_bytes=1 << 20))  # the watch
+    assert runtime.kube.stored(CONFIGMAPS, NAMESPACE, "a-cm") is not None
+    runtime.index_owned()  # the watch
     await runtime.reconciler(KEY)  # nothing changed: nothing written
     runtime.kube.put(INSTANCES, {**runtime.kube.stored(INSTANCES, NAMESPACE, "a"), "spec": {  # type: ignore[dict-item]
         **null_instance("a", NAMESPACE)["spec"], "topology": {"type": "null", "parameters": {"size": 2}}}})  # fmt: skip

@@ -218,11 +218,14 @@ async def test_validate_uses_the_catalog_source() -> None:
     )
 
 
-async def test_catalog_snapshot_source() -> None:
-    def source() -> Catalogs:
-        return Catalogs(lora_adapters=(LoraAdapter("x", "x", "hf://o/x"),))
-
-    await provider(catalogs=source).validate(ctx(llm_instance(topology_type="predictor")))
+async def test_a_catalog_snapshot_is_read_as_it_is() -> None:
+    """`catalogs` may be a snapshot (render's, the validation endpoint's tests) instead of a shared
+    actor's source: validation reads that very snapshot (the fake topology refuses an empty one)."""
+    obj = llm_instance(topology_type="predictor")
+    await provider(catalogs=Catalogs(lora_adapters=(LoraAdapter("x", "x", "hf://o/x"),))).validate(ctx(obj))
+    with pytest.raises(ValidationFailed) as info:
+        await provider(catalogs=Catalogs()).validate(ctx(obj))
+    assert info.value.message == "fake: no catalog"
 
 
 async def test_desired_uses_available_kinds() -> None:
