@@ -92,6 +92,7 @@ demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests dev bench
+	$(BIN)/ruff format --check src tests dev bench
 	$(BIN)/mypy
 	PYTHONPATH=dev $(BIN)/lint-imports --no-cache
 

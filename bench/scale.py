@@ -102,8 +102,10 @@ async def main(args: argparse.Namespace) -> None:
     try:
         async with await KubeClient.connect(str(plane.kubeconfig)) as kube:
             await publish_provider(kube)
-            steady_n = args.steady if args.steady is not None else max(
-                (n for n in args.sizes if n <= 1000), default=min(args.sizes)
+            steady_n = (
+                args.steady
+                if args.steady is not None
+                else max((n for n in args.sizes if n <= 1000), default=min(args.sizes))
             )
             for topology in args.topologies:
                 for n in args.sizes:
@@ -153,9 +155,7 @@ if __name__ == "__main__":
         "--steady", type=int, help="the size that gets the steady-state phases (default: 1000 or the largest below)"
     )
     parser.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True, help="the churn phase")
-    parser.add_argument(
-        "--provider-arg", action="append", default=[], help="one more `run` argument (repeatable)"
-    )
+    parser.add_argument("--provider-arg", action="append", default=[], help="one more `run` argument (repeatable)")
     parser.add_argument(
         "--watch-cache",
         action=argparse.BooleanOptionalAction,

@@ -21,6 +21,7 @@ from actors.client.resource import KubeObject as KubeObject, ObjectKey as Object
 if TYPE_CHECKING:
     from actors.client import KubeClient
 
+
 class Phase(StrEnum):
     """Instance.status.phase values of the OpenEverest core CRD."""
 

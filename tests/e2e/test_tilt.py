@@ -188,14 +188,16 @@ def _answering_readyz() -> Iterator[str]:
 
 
 def _plain_kubeconfig(server: str) -> str:
-    return json.dumps({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "c",
-    })
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": server}}],
+            "users": [{"name": "u", "user": {}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+    )
 
 
 EXPECTED_GROUPS = {

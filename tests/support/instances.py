@@ -125,9 +125,7 @@ def bare_instance(
 ) -> KubeObject:
     """An Instance of no topology, for the runtime's own tests (which read its metadata, providerRef,
     version and components, never a topology)."""
-    return _instance(
-        name, namespace, provider=provider, topology=None, components=components, version=version, uid=uid
-    )
+    return _instance(name, namespace, provider=provider, topology=None, components=components, version=version, uid=uid)
 
 
 def as_model(obj: KubeObject) -> Instance:

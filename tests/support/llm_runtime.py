@@ -31,6 +31,8 @@ def held_for_gpus(status: dict[str, Any]) -> bool:
         and message.startswith("llmEngine: Unschedulable: 0/")
         and "Insufficient nvidia.com/gpu" in message
     )
+
+
 READY_TIMEOUT = 120.0
 
 

@@ -12,9 +12,7 @@ def structural_errors(schema: dict[str, Any], value: Any, path: str = "") -> lis
     Unknown fields count as errors: the API server would drop them (pruning), losing data.
     """
     errors: list[str] = []
-    if path == ".metadata" or (
-        schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema
-    ):
+    if path == ".metadata" or (schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema):
         return errors  # ObjectMeta is validated by the API server itself
     expected = schema.get("type")
     checks = {

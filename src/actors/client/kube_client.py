@@ -114,9 +114,7 @@ class KubeClient:
 
     async def get(self, res: Resource, namespace: str | None, name: str) -> KubeObject | None:
         try:
-            obj: KubeObject = await self.request(
-                "GET", res.path(namespace, name), resource=str(res), name=name
-            )
+            obj: KubeObject = await self.request("GET", res.path(namespace, name), resource=str(res), name=name)
             return obj
         except ApiError as err:
             if err.not_found:
@@ -142,9 +140,7 @@ class KubeClient:
             query["limit"] = str(limit)
         if continue_token:
             query["continue"] = continue_token
-        result: KubeObject = await self.request(
-            "GET", res.path(namespace), query=query, resource=str(res)
-        )
+        result: KubeObject = await self.request("GET", res.path(namespace), query=query, resource=str(res))
         return result
 
     async def list_pages(

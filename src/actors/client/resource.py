@@ -75,5 +75,3 @@ def object_key(obj: KubeObject) -> str:
     meta = obj["metadata"]
     namespace = meta.get("namespace")
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
-
-

@@ -21,9 +21,7 @@ class Conflict(Exception):
     """The Instance changed under a conditional write; retry with the newer version."""
 
 
-async def add(
-    client: KubeClient, instance: KubeObject, provider_name: str, *, field_manager: str
-) -> KubeObject | None:
+async def add(client: KubeClient, instance: KubeObject, provider_name: str, *, field_manager: str) -> KubeObject | None:
     """Our finalizer and provider label; the Instance as stored now, None when it is gone (404).
     Changed meanwhile raises Conflict."""
     meta = instance["metadata"]

@@ -113,7 +113,6 @@ class InstanceReconciler:
         # What a user must know, as Events on the Instance.
         self.notices = Notices(events)
 
-
     # -- entry point ----------------------------------------------------------------------
 
     async def __call__(self, key: str) -> Action:

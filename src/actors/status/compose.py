@@ -113,9 +113,7 @@ def connection_condition(secret_name: str | None, phase: Phase, problem: str | N
             f"Connection details are available in Secret {secret_name}",
         )
     if phase == Phase.READY:
-        return Condition(
-            CONNECTION_DETAILS_READY, "False", "NotReported", "Provider did not report connection details"
-        )
+        return Condition(CONNECTION_DETAILS_READY, "False", "NotReported", "Provider did not report connection details")
     return None
 
 

@@ -23,7 +23,6 @@ conversion in `provider.generate.openapi_schema`, the UI checks in `provider.gen
 module renders, compares and writes the files.
 """
 
-
 import copy
 import difflib
 import json
@@ -67,9 +66,7 @@ _Dumper.add_representer(str, _str_representer)
 
 
 def dump_yaml(data: Any) -> str:
-    return yaml.dump(
-        data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110, allow_unicode=True
-    )
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110, allow_unicode=True)
 
 
 def dump_json(data: Any) -> str:
@@ -151,9 +148,9 @@ def render(root: Path, resolve: ModelResolver = import_model) -> dict[str, str]:
     check_ui(d, schemas)
     out: dict[str, str] = {}
     spec = build_provider_spec(d, schemas)
-    out[str(PROVIDER_SPEC)] = HEADER.format(
-        source="definition/ and the pydantic parameter models"
-    ) + dump_yaml({"name": d.name, "spec": spec})
+    out[str(PROVIDER_SPEC)] = HEADER.format(source="definition/ and the pydantic parameter models") + dump_yaml(
+        {"name": d.name, "spec": spec}
+    )
     out[str(RBAC_RULES)] = build_rbac()
     for key, schema in schemas.items():
         kind, name = key.split(":", 1)

@@ -66,9 +66,7 @@ def openapi_v3(schema: Mapping[str, Any]) -> dict[str, Any]:
     return _convert(dict(schema), defs, "#", ())
 
 
-def _convert(
-    node: Mapping[str, Any], defs: Mapping[str, Any], where: str, seen: tuple[str, ...]
-) -> dict[str, Any]:
+def _convert(node: Mapping[str, Any], defs: Mapping[str, Any], where: str, seen: tuple[str, ...]) -> dict[str, Any]:
     node = dict(node)
     ref = node.pop("$ref", None)
     if ref is not None:

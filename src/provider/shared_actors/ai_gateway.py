@@ -22,6 +22,7 @@ from provider.topologies.urls import default_port, origin
 
 log = structlog.get_logger(__name__)
 
+
 def uses_ai_gateway(obj: KubeObject) -> bool:
     topology = (obj.get("spec") or {}).get("topology") or {}
     if topology.get("type") != "llm":

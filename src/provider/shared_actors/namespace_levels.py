@@ -18,6 +18,7 @@ from provider.rules.pod_security import ENFORCE_LABEL, LEVELS, Level
 
 log = structlog.get_logger(__name__)
 
+
 def _level_label(obj: KubeObject) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(ENFORCE_LABEL, ""))
 

@@ -76,8 +76,9 @@ class TopologyHandler(Protocol[InputsT]):
         `live` shows what exists, for an object that must outlive its last use."""
         ...
 
-    def status(self, instance: Instance, inputs: InputsT, observed: Observed, context: StatusInputs) -> StatusReport:
-        ...
+    def status(
+        self, instance: Instance, inputs: InputsT, observed: Observed, context: StatusInputs
+    ) -> StatusReport: ...
 
     def releases(self, instance_name: str, live: Live) -> Sequence[Release]:
         """What of this topology's kinds another controller holds that it should let go of (on

@@ -126,9 +126,7 @@ async def run_the_pause(kube: KubeClient, replicas: dict[str, subprocess.Popen[b
     await wait_for(lambda: recorded_about(kube, "steady"), timeout=60, what="steady's Event")
 
     replicas[leader].send_signal(signal.SIGSTOP)
-    await wait_for(
-        lambda: taken_over(kube, replicas[standby].pid), timeout=60, what="the standby holding the lease"
-    )
+    await wait_for(lambda: taken_over(kube, replicas[standby].pid), timeout=60, what="the standby holding the lease")
     # Work the paused leader will find waiting for it: a change and a new Instance.
     await kube.patch(INSTANCES, NS, "steady", {"spec": {"topology": {"parameters": {"size": 2}}}})
     await kube.create(INSTANCES, null_instance("during", NS))

@@ -190,8 +190,10 @@ async def test_switching_access_modes_cleans_up_and_deletion_removes_everything(
             kube,
             namespace,
             name,
-            lambda s: s.get("phase") == "Ready"
-            and not {own_conditions.EXTERNAL_ACCESS, own_conditions.METRICS} & set(conditions_of(s)),
+            lambda s: (
+                s.get("phase") == "Ready"
+                and not {own_conditions.EXTERNAL_ACCESS, own_conditions.METRICS} & set(conditions_of(s))
+            ),
             "Ready without external access and metrics conditions",
             # Updating until KServe reports the generation without the config Ready.
             timeout=READY_TIMEOUT,

@@ -51,6 +51,7 @@ async def test_only_the_lease_holder_reconciles_and_a_standby_takes_over(
     ports = [free_port(), free_port()]
     procs = [_start(controlplane.kubeconfig, namespace, port) for port in ports]
     try:
+
         async def leased() -> str | None:
             lease = await kube.get(LEASES, namespace, "null-provider-leader")
             holder = (lease or {}).get("spec", {}).get("holderIdentity")

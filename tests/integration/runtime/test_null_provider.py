@@ -323,8 +323,12 @@ async def test_foreign_field_manager_conflict_is_named_not_fought(
         # Another manager takes our field by force, then the spec asks us to change it.
         await kube.apply(
             CONFIGMAPS,
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fight-cm", "namespace": namespace},
-             "data": {"size": "99"}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "fight-cm", "namespace": namespace},
+                "data": {"size": "99"},
+            },
             field_manager="someone-else",
             force=True,
         )

@@ -471,7 +471,6 @@ async def test_poll_not_ready_leaves_settled_phases_alone(phase: Phase, runs: in
     assert len(times) == runs, times
 
 
-
 async def test_a_pass_cut_short_by_shutdown_says_cancelled_in_its_span_and_the_metric(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -106,6 +106,8 @@ def test_the_writer_reads_the_component_fields_of_the_installed_crd() -> None:
     crd = yaml.safe_load(CRD.read_text())
     status = _status_schema(crd)
     assert _component_fields(status) == OLD_CORE_FIELDS
+
+
 def test_without_details_the_published_connection_stays_like_the_secret() -> None:
     """A suspended Instance reports no details; the address it answers on when resumed stays on
     status, as the `<instance>-conn` Secret does (the contract never deletes that)."""

@@ -57,7 +57,9 @@ def test_a_single_problem_reads_exactly_as_before() -> None:
 QWEN = "hf://Qwen/Qwen2.5-0.5B-Instruct"
 CATALOG = Catalogs(
     lora_adapters=(
-        LoraAdapter("SmolLM2 SFT", "smollm2-135m-sft", "hf://p/smollm2-lora", "hf://HuggingFaceTB/SmolLM2-135M-Instruct"),
+        LoraAdapter(
+            "SmolLM2 SFT", "smollm2-135m-sft", "hf://p/smollm2-lora", "hf://HuggingFaceTB/SmolLM2-135M-Instruct"
+        ),
         LoraAdapter("Qwen SFT", "qwen2.5-0.5b-sft", "hf://lewtun/Qwen2.5-0.5B-SFT-LoRA", QWEN),
         LoraAdapter("Unsaid", "any-base", "hf://someone/adapter"),
     )

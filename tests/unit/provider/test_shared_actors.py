@@ -23,12 +23,18 @@ def _llm(**topology_params: object) -> KubeObject:
 @pytest.mark.parametrize(
     ("address", "settings", "expected"),
     [
-        ("gateway.example.com", {"ai_gateway_scheme": "https", "ai_gateway_port_override": 8443,
-                                 "ai_gateway_hostname": "llm.example.com"}, "https://llm.example.com:8443"),
+        (
+            "gateway.example.com",
+            {"ai_gateway_scheme": "https", "ai_gateway_port_override": 8443, "ai_gateway_hostname": "llm.example.com"},
+            "https://llm.example.com:8443",
+        ),
         ("gateway.example.com", {}, "http://gateway.example.com"),
         ("gateway.example.com", {"ai_gateway_scheme": "https"}, "https://gateway.example.com"),
-        ("203.0.113.7", {"ai_gateway_scheme": "https", "ai_gateway_hostname": "llm.example.com"},
-         "https://llm.example.com"),
+        (
+            "203.0.113.7",
+            {"ai_gateway_scheme": "https", "ai_gateway_hostname": "llm.example.com"},
+            "https://llm.example.com",
+        ),
         ("1.2.3.4:8080", {}, "http://1.2.3.4:8080"),
         ("[::1]:80", {}, "http://[::1]"),
         ("2001:db8::1", {}, "http://[2001:db8::1]"),
@@ -49,10 +55,12 @@ def test_uses_ai_gateway_follows_external_access_then_the_legacy_flag() -> None:
 
 
 def test_model_catalog_parsing_rules() -> None:
-    text = json.dumps([
-        {"label": "Llama", "uri": "hf://meta-llama/Llama-3.1-8B-Instruct", "gated": True},
-        {"label": "Qwen", "uri": "hf://Qwen/Qwen2.5-0.5B-Instruct"},
-    ])
+    text = json.dumps(
+        [
+            {"label": "Llama", "uri": "hf://meta-llama/Llama-3.1-8B-Instruct", "gated": True},
+            {"label": "Qwen", "uri": "hf://Qwen/Qwen2.5-0.5B-Instruct"},
+        ]
+    )
     assert parse_model_catalog(text) == (
         CatalogModel("Llama", "hf://meta-llama/Llama-3.1-8B-Instruct", True),
         CatalogModel("Qwen", "hf://Qwen/Qwen2.5-0.5B-Instruct", False),

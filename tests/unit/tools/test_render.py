@@ -356,9 +356,7 @@ def test_release_and_flags_override_values(tmp_path: Path, capsys: pytest.Captur
         "values.yaml",
     )
     instance = write(tmp_path, gateway_instance_yaml())
-    code, out, err = render(
-        capsys, "-f", values, "--release", "llm", "--release-namespace", "platform", instance
-    )
+    code, out, err = render(capsys, "-f", values, "--release", "llm", "--release-namespace", "platform", instance)
     assert code == 0, err
     assert by_kind(out)["AIGatewayRoute"]["spec"]["parentRefs"][0]["name"] == "llm-provider-kserve-ai-gateway"
     assert by_kind(out)["AIGatewayRoute"]["spec"]["parentRefs"][0]["namespace"] == "platform"

@@ -82,7 +82,6 @@ _ROUTER_ROLLUPS: Final = frozenset({"Ready", "RouterReady"})
 _NOT_IN_READY: Final = frozenset({"GroupReady", "GroupDegraded"})
 
 
-
 def _ready_message(llmisvc: KubeObject) -> str:
     ready = kserve_conditions.condition(llmisvc, "Ready") or {}
     return str(ready.get("message") or ready.get("reason") or CREATING)
