@@ -4,13 +4,33 @@ kube-controller-manager), from a ControlPlane's settings and ports."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from plane.constants import APISERVER, CONTROLLER_MANAGER, ETCD, SERVICE_CLUSTER_IP_RANGE
 from plane.processes import Process
 
-if TYPE_CHECKING:
-    from plane.control_plane import ControlPlane
+
+class ControlPlane(Protocol):
+    """What the command lines read of a control plane (plane.control_plane.ControlPlane): its
+    settings, ports and directory; a protocol, so that this module does not import that one."""
+
+    workdir: Path
+    address: str
+    apiserver_port: int
+    controller_manager_port: int
+    authorization_modes: tuple[str, ...]
+    service_account_admission: bool
+    watch_cache: bool
+    extra_apiserver_args: tuple[str, ...]
+    controllers: tuple[str, ...]
+
+    @property
+    def server(self) -> str: ...
+
+    @property
+    def etcd_url(self) -> str: ...
+
+    def binary(self, name: str) -> Path: ...
 
 
 def etcd(plane: ControlPlane, peer_port: int) -> Process:
