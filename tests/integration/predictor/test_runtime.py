@@ -128,6 +128,36 @@ async def test_create_to_ready_then_scale_then_delete(kserve: KServeCluster, kse
         assert await kube.get(SERVICES, ns, f"{name}-predictor") is None
 
 
+async def test_how_to_scale_reaches_kserves_horizontal_pod_autoscaler(
+    kserve: KServeCluster, kserve_namespace: str
+) -> None:
+    """scaleMetric and scaleTarget become the metric of the HPA KServe's controller makes for the
+    predictor (memory at 70 % of the request), and a change of them changes it (cpu at 55 %)."""
+    kube, ns, name = kserve.kube, kserve_namespace, "scaled"
+    scaling = predictor_parameters(minReplicas=1, maxReplicas=3, scaleMetric="memory", scaleTarget=70)
+
+    def metric_of(hpa: KubeObject | None) -> tuple[Any, Any, Any] | None:
+        metrics = ((hpa or {}).get("spec") or {}).get("metrics") or [{}]
+        resource = metrics[0].get("resource") or {}
+        target = resource.get("target") or {}
+        return (resource.get("name"), target.get("type"), target.get("averageUtilization")) if resource else None
+
+    async def hpa_scales_on(wanted: tuple[Any, Any, Any]) -> bool | NotYet:
+        hpa = await kube.get(HPAS, ns, f"{name}-predictor")
+        bounds = ((hpa or {}).get("spec") or {}).get("minReplicas"), ((hpa or {}).get("spec") or {}).get("maxReplicas")
+        return (metric_of(hpa) == wanted and bounds == (1, 3)) or NotYet(f"{metric_of(hpa)}, replicas {bounds}")
+
+    async with running_manager(kserve.plane, provider(), ns):
+        await kube.create(INSTANCES, predictor_instance(name, ns, on_cluster=True, parameters=scaling))
+        await wait_for(lambda: hpa_scales_on(("memory", "Utilization", 70)), what="KServe's HPA", timeout=READY_TIMEOUT)
+        changed = {"scaleMetric": "cpu", "scaleTarget": 55}
+        await kube.patch(INSTANCES, ns, name, {"spec": {"components": {"predictor": {"parameters": changed}}}})
+        await wait_for(lambda: hpa_scales_on(("cpu", "Utilization", 55)), what="the HPA changed", timeout=READY_TIMEOUT)
+        isvc = await kube.get(INFERENCE_SERVICE, ns, name)
+        assert isvc is not None
+        assert (isvc["spec"]["predictor"]["scaleMetric"], isvc["spec"]["predictor"]["scaleTarget"]) == ("cpu", 55)
+
+
 async def test_pending_pods_are_provisioning_with_the_predictors_reason(
     kserve: KServeCluster, kserve_namespace: str
 ) -> None:

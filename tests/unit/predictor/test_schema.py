@@ -15,6 +15,8 @@ def test_wire_names_and_required() -> None:
         "runtime",
         "minReplicas",
         "maxReplicas",
+        "scaleMetric",
+        "scaleTarget",
     }
     assert SCHEMA["required"] == ["modelFormat", "storageURI"]
     assert SCHEMA["additionalProperties"] is False

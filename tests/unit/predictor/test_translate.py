@@ -195,3 +195,11 @@ def test_desired_is_pure() -> None:
     first[0]["spec"]["predictor"]["model"]["resources"]["limits"]["cpu"] = "99"
     assert desired(inst) != first
     assert inst.model_dump(by_alias=True) == before
+
+
+def test_how_to_scale_is_kserves_metric_and_target() -> None:
+    """KServe's HPA in Standard mode reads scaleMetric and scaleTarget (ComponentExtensionSpec)."""
+    predictor = predictor_of(params(minReplicas=1, maxReplicas=3, scaleMetric="memory", scaleTarget=70))
+    assert (predictor["scaleMetric"], predictor["scaleTarget"]) == ("memory", 70)
+    unset = predictor_of(params(minReplicas=1, maxReplicas=3, scaleMetric=""))
+    assert "scaleMetric" not in unset and "scaleTarget" not in unset

@@ -235,3 +235,44 @@ def test_every_problem_is_reported_once_in_rule_order() -> None:
 )
 def test_resources(resources: dict[str, Any], message: str) -> None:
     assert fails(params(), component={"resources": resources}) == message
+
+
+@pytest.mark.parametrize(
+    "scaling",
+    [{"scaleMetric": "cpu"}, {"scaleMetric": "memory", "scaleTarget": 70}, {"scaleTarget": 60}, {"scaleMetric": ""}],
+)
+def test_how_to_scale_passes_with_a_range(scaling: dict[str, Any]) -> None:
+    passes(params(minReplicas=1, maxReplicas=3, **scaling))
+
+
+@pytest.mark.parametrize(
+    ("bounds", "said"),
+    [
+        ({}, "maxReplicas (unset) is not above minReplicas (1)"),
+        ({"minReplicas": 2, "maxReplicas": 2}, "maxReplicas (2) is not above minReplicas (2)"),
+        ({"minReplicas": 0, "maxReplicas": 1}, "maxReplicas (1) is not above minReplicas (1)"),  # KServe keeps one
+    ],
+)
+def test_how_to_scale_needs_a_range_above_min_replicas(bounds: dict[str, Any], said: str) -> None:
+    assert fails(params(scaleMetric="cpu", **bounds)) == (
+        f"predictor.parameters.scaleMetric says how KServe's autoscaler scales, but {said}: "
+        "set maxReplicas above minReplicas"
+    )
+
+
+def test_scaling_on_memory_needs_a_target() -> None:
+    assert fails(params(scaleMetric="memory", maxReplicas=3)) == (
+        "predictor.parameters.scaleTarget is required with scaleMetric memory: KServe has no default for it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("scaling", "message"),
+    [
+        ({"scaleMetric": "gpu"}, "predictor.parameters.scaleMetric: Input should be 'cpu' or 'memory'"),
+        ({"scaleTarget": 0}, "predictor.parameters.scaleTarget: Input should be greater than or equal to 1"),
+        ({"scaleTarget": 101}, "predictor.parameters.scaleTarget: Input should be less than or equal to 100"),
+    ],
+)
+def test_how_to_scale_is_a_known_metric_and_a_percentage(scaling: dict[str, Any], message: str) -> None:
+    assert fails(params(maxReplicas=3, **scaling)) == message

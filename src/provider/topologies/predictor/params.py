@@ -12,7 +12,7 @@ Requiredness and the negative-replica rules are checked *before* this model, in
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -113,6 +113,33 @@ class PredictorParameters(BaseModel):
         le=2**31 - 1,
         description=("Maximum replicas; at least minReplicas. 0 or unset leaves the upper bound to KServe."),
     )
+
+    scale_metric: Literal["cpu", "memory"] | None = Field(
+        default=None,
+        alias="scaleMetric",
+        description=(
+            "What KServe's autoscaler scales the predictor on, between minReplicas and maxReplicas: the pods' "
+            "average CPU or memory use, as a percentage of what they request (scaleTarget). cpu when unset."
+        ),
+        examples=["cpu", "memory"],
+    )
+    scale_target: int | None = Field(
+        default=None,
+        alias="scaleTarget",
+        ge=1,
+        le=100,
+        description=(
+            "The average use, in percent of the pods' requests, that KServe's autoscaler keeps the predictor's "
+            "pods at: more replicas above it, fewer below. KServe's default for cpu is 80; memory needs one."
+        ),
+        examples=[80],
+    )
+
+    @field_validator("scale_metric", mode="before")
+    @classmethod
+    def _blank_metric_is_unset(cls, value: Any) -> Any:
+        # OpenEverest's form posts an untouched optional select as "".
+        return None if value == "" else value
 
     @field_validator("model_format")
     @classmethod

@@ -57,6 +57,11 @@ def inference_service(instance: Instance, inputs: PredictorInputs, kept_min_repl
         predictor["minReplicas"] = min_replicas
     if inputs.max_replicas is not None:
         predictor["maxReplicas"] = inputs.max_replicas
+    # KServe's HPA in Standard mode: the metric and its target utilization (ComponentExtensionSpec).
+    if inputs.params.scale_metric is not None:
+        predictor["scaleMetric"] = inputs.params.scale_metric
+    if inputs.params.scale_target is not None:
+        predictor["scaleTarget"] = inputs.params.scale_target
     predictor["model"] = model
 
     return {

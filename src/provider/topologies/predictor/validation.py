@@ -12,7 +12,8 @@ then the rules the Go provider lacked (its decode errors were swallowed, §10.14
 5. types, unknown keys and name formats, from the strict `PredictorParameters` model, e.g.
    `predictor.parameters.minReplicas: Input should be a valid integer`
 6. `predictor replicas must not be negative`
-7. `predictor.parameters.maxReplicas (2) must be greater than or equal to minReplicas (3)`
+7. `predictor.parameters.maxReplicas (2) must be greater than or equal to minReplicas (3)`; then
+   how to scale (scaleMetric, scaleTarget) needs a range above minReplicas, and memory a target
 8. the component `resources`, e.g. `predictor.resources.limits.cpu: 'abc' is not a valid quantity …`
 
 Only rule 1 stops everything: the message lists every other failing rule, in this order
@@ -139,6 +140,23 @@ def parse_parameters(raw: Mapping[str, Any]) -> PredictorParameters:
     return parsed
 
 
+def scaling_problems(inputs: PredictorInputs) -> list[str]:
+    """Rule 7b: how to scale needs a range to scale in (KServe keeps at least one replica), and a
+    memory target, for which KServe has no default (its autoscaler would be given no metric)."""
+    params, found = inputs.params, list[str]()
+    set_here = (("scaleMetric", params.scale_metric), ("scaleTarget", params.scale_target))
+    said = [name for name, value in set_here if value is not None]
+    floor = max(inputs.min_replicas or 1, 1)
+    if said and (inputs.max_replicas or 0) <= floor:
+        found.append(
+            f"{PARAMS_PREFIX}.{said[0]} says how KServe's autoscaler scales, but maxReplicas "
+            f"({inputs.max_replicas or 'unset'}) is not above minReplicas ({floor}): set maxReplicas above minReplicas"
+        )
+    if params.scale_metric == "memory" and params.scale_target is None:
+        found.append(f"{PARAMS_PREFIX}.scaleTarget is required with scaleMetric memory: KServe has no default for it")
+    return found
+
+
 def validate_predictor(instance: Instance) -> PredictorInputs:
     """All rules in order; the inputs for translation, or ValidationFailed naming every failure."""
     component = predictor_component(instance)
@@ -157,6 +175,7 @@ def validate_predictor(instance: Instance) -> PredictorInputs:
         if low is not None and high is not None and high < low:
             bound = "minReplicas" if params.min_replicas is not None else f"{COMPONENT} replicas"
             problems.add(f"{PARAMS_PREFIX}.maxReplicas ({high}) must be greater than or equal to {bound} ({low})")
+        problems.extend(scaling_problems(inputs))
     resources: dict[str, Any] = {}
     with problems.collect():
         # Resources last, as the Go provider had no rule for them.
