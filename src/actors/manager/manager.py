@@ -85,29 +85,47 @@ class Manager:
         # The provider's kinds, and the connection Secret the runtime writes itself.
         self.owned = [*dict.fromkeys([*provider.owned_resources(), SECRETS])]
         self.intent_annotation = f"{provider.annotation_domain}/applied-intent"
-        self.applier = Applier(
-            client,
-            self.index,
-            self.writes,
-            field_manager=provider.name,
-            provider_name=provider.name,
-            intent_annotation=self.intent_annotation,
-            resources=self.owned,
-            unpruned=frozenset({SECRETS}),
-        )
+        self.applier = self._applier()
         self.instances = InstanceStore(provider.name, opts.limits, self.index)
         self.providers: dict[str, KubeObject] = {}
         self.kinds = self._owned_kinds()
         self.status = StatusWriter(client, field_manager=provider.name, phases=self.metrics.instance_phases)
-        self.events = EventRecorder(
-            client,
-            controller=provider.name,
-            instance=socket.gethostname(),
-            flush_interval=opts.events_flush_interval,
-            series_window=opts.events_series_window,
-        )
+        self.events = self._event_recorder()
         self.reconciler = self._reconciler()
-        self.actors = ActorSystem(
+        self.actors = self._actor_system()
+        self.elector = self._elector() if opts.leader_elect else None
+        if self.elector is not None:
+            # No write leaves this process unless its lease is fresh (LeaderElector.fence).
+            client.fence_writes(self.elector.fence)
+        self._leading = False
+        self._expose_gauges()
+        self.instance_informers = [self._instance_informer(namespace) for namespace in self._scopes()]
+
+    def _applier(self) -> Applier:
+        name = self.provider.name
+        return Applier(
+            self.client,
+            self.index,
+            self.writes,
+            field_manager=name,
+            provider_name=name,
+            intent_annotation=self.intent_annotation,
+            resources=self.owned,
+            unpruned=frozenset({SECRETS}),
+        )
+
+    def _event_recorder(self) -> EventRecorder:
+        return EventRecorder(
+            self.client,
+            controller=self.provider.name,
+            instance=socket.gethostname(),
+            flush_interval=self.options.events_flush_interval,
+            series_window=self.options.events_series_window,
+        )
+
+    def _actor_system(self) -> ActorSystem:
+        opts = self.options
+        return ActorSystem(
             self.reconciler,
             limiter=opts.rate_limiter(),
             max_concurrent=opts.max_concurrent,
@@ -115,29 +133,25 @@ class Manager:
             on_wait=self.metrics.observe_queue_wait,
             on_run=self.metrics.observe_reconcile,
         )
-        self.elector = (
-            LeaderElector(
-                client,
-                opts.lease_namespace,
-                opts.lease_name or f"{provider.name}-leader",
-                opts.identity,
-                lease_duration=opts.lease_duration,
-                renew_deadline=opts.renew_deadline,
-                retry_period=opts.retry_period,
-            )
-            if opts.leader_elect
-            else None
+
+    def _elector(self) -> LeaderElector:
+        opts = self.options
+        return LeaderElector(
+            self.client,
+            opts.lease_namespace,
+            opts.lease_name or f"{self.provider.name}-leader",
+            opts.identity,
+            lease_duration=opts.lease_duration,
+            renew_deadline=opts.renew_deadline,
+            retry_period=opts.retry_period,
         )
-        if self.elector is not None:
-            # No write leaves this process unless its lease is fresh (LeaderElector.fence).
-            client.fence_writes(self.elector.fence)
+
+    def _expose_gauges(self) -> None:
         # Read at scrape time: counting on every actor event would be O(N) per event.
         self.metrics.live_actors.set_function(lambda: self.actors.live)
         self.metrics.queue_depth.set_function(lambda: self.actors.depth)
         self.metrics.scheduled_runs.set_function(lambda: self.actors.parked)
         self.metrics.leader.set_function(lambda: float(self._leading))
-        self.instance_informers = [self._instance_informer(namespace) for namespace in self._scopes()]
-        self._leading = False
 
     def _instance_informer(self, namespace: str | None) -> Informer[StoredInstance | None]:
         return Informer(
