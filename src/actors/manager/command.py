@@ -146,6 +146,9 @@ def run_manager(args: argparse.Namespace, *, name: str, build: ProviderFactory) 
         anyio.run(_serve, args, name, build)
     except KeyboardInterrupt:
         return 0
+    except StartupFailed as err:
+        log.error("start-up failed", reason=str(err))
+        return 1
     except BaseExceptionGroup as group:
         if failed := _leaves(group, StartupFailed):
             log.error("start-up failed", reason=str(failed[0]))
@@ -175,7 +178,10 @@ def _leaves(group: BaseExceptionGroup[BaseException], kind: type[Exception]) -> 
 async def _serve(args: argparse.Namespace, name: str, build: ProviderFactory) -> None:
     metrics = RuntimeMetrics()
     observers = [metrics.observe_request]
-    client = await KubeClient.connect(args.kubeconfig, args.context, user_agent=name, observers=observers)
+    try:
+        client = await KubeClient.connect(args.kubeconfig, args.context, user_agent=name, observers=observers)
+    except Exception as err:  # a missing or broken kubeconfig, a context it lacks, no in-cluster token
+        raise StartupFailed(f"cannot load the configuration of the API server: {err}") from err
     provider, shared = build(client)
     options = options_from(args)
     manager = Manager(client, provider, options=options, shared=shared, metrics=metrics)
