@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from actors.client import KubeClient
-from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
+from actors.client.known_resources import EVENTS, INSTANCES, PROVIDERS, SECRETS
 from actors.interface import KubeObject
 from actors.serve.endpoints import Endpoints
 from plane import create_or_replace, free_port
@@ -34,7 +34,7 @@ from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_acco
 from tests.support.http import fetch
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager
-from tests.support.waiting import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -136,6 +136,13 @@ async def test_every_granted_verb_is_used_and_nothing_else(
                 INSTANCES, namespace, name, {"spec": {"topology": {"parameters": {"externalAccess": "ClusterIP"}}}}
             )
             await wait_for(lambda: _absent(kube, llm_kinds.SERVICE, namespace, f"{name}-external"), timeout=60)
+            # A hand edit taken back twice: the second take-back's Event continues the first's
+            # series (a patch of that Event), which nothing else here is sure to repeat.
+            for hand in (3, 4):
+                edit = {"spec": {"replicas": hand}}
+                await kube.patch(llm_kinds.LLM_INFERENCE_SERVICE, namespace, name, edit, field_manager="kubectl-edit")
+                await wait_for(lambda: _replicas(kube, namespace, name, 1), timeout=60)
+            await wait_for(lambda: _series_of(kube, namespace, name, "FieldTakenBack"), timeout=60)
             # /metrics with a token: a TokenReview and a SubjectAccessReview, under the chart's RBAC.
             assert (await fetch(f"https://127.0.0.1:{metrics}/metrics", controlplane.admin_token, insecure=True))[
                 0
@@ -176,6 +183,22 @@ async def _connected(kube: KubeClient, namespace: str, bodies: Iterable[KubeObje
         if status.get("phase") != "Ready" or not status.get("connectionSecretRef"):
             return False
     return True
+
+
+async def _replicas(kube: KubeClient, namespace: str, name: str, replicas: int) -> bool | NotYet:
+    llmisvc = await kube.get(llm_kinds.LLM_INFERENCE_SERVICE, namespace, name) or {}
+    seen = (llmisvc.get("spec") or {}).get("replicas")
+    return seen == replicas or NotYet(f"replicas {seen}")
+
+
+async def _series_of(kube: KubeClient, namespace: str, name: str, reason: str) -> bool | NotYet:
+    events, _ = await kube.list_all(EVENTS, namespace)
+    counts = [
+        ((e.get("series") or {}).get("count") or 1)
+        for e in events
+        if e.get("reason") == reason and (e.get("regarding") or {}).get("name") == name
+    ]
+    return max(counts, default=0) >= 2 or NotYet(f"{reason} Events of {name}: counts {counts}")
 
 
 async def _absent(kube: KubeClient, resource: Any, namespace: str, name: str) -> bool:
