@@ -2,7 +2,7 @@
 
 `kubernetes_asyncio/__init__.py` and `kubernetes_asyncio/client/__init__.py` import every generated
 model class (hundreds, tens of MiB resident) that a dynamic client never uses. Before anything
-imports them, `use_lean_kubernetes_asyncio()` (called once at the process's start) registers those
+imports them, `use_lean_kubernetes_asyncio()` (called when actors.client.config is imported) registers those
 two packages, and `client.models`, as lazy packages: their submodules import as usual (the loaders
 need `client.configuration`, `client.api_client`, `client.rest`, `client.exceptions`), and the first
 read of any other attribute (`from kubernetes_asyncio.client import CoreV1Api`,
