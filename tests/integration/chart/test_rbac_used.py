@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from actors.client import KubeClient
-from actors.client.known_resources import EVENTS, INSTANCES, PROVIDERS, SECRETS
+from actors.client.known_resources import INSTANCES, PROVIDERS, SECRETS
 from actors.interface import KubeObject
 from actors.serve.endpoints import Endpoints
 from plane import create_or_replace, free_port
@@ -31,6 +31,7 @@ from provider.model import kinds as llm_kinds, rbac
 from provider.model.kinds import INFERENCE_SERVICE
 from tests.support.chart import ROOT, container, one, render
 from tests.support.chart_rbac import RBAC_RESOURCES, rendered_rbac, service_account_kubeconfig
+from tests.support.events import events_about
 from tests.support.http import fetch
 from tests.support.kserve import KServeCluster
 from tests.support.runtime import running_manager
@@ -192,12 +193,8 @@ async def _replicas(kube: KubeClient, namespace: str, name: str, replicas: int) 
 
 
 async def _series_of(kube: KubeClient, namespace: str, name: str, reason: str) -> bool | NotYet:
-    events, _ = await kube.list_all(EVENTS, namespace)
-    counts = [
-        ((e.get("series") or {}).get("count") or 1)
-        for e in events
-        if e.get("reason") == reason and (e.get("regarding") or {}).get("name") == name
-    ]
+    events = await events_about(kube, namespace, name)
+    counts = [(e.get("series") or {}).get("count", 1) for e in events if e["reason"] == reason]
     return max(counts, default=0) >= 2 or NotYet(f"{reason} Events of {name}: counts {counts}")
 
 

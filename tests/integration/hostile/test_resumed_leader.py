@@ -23,8 +23,9 @@ import pytest
 import yaml
 
 from actors.client import KubeClient
-from actors.client.known_resources import EVENTS, INSTANCES, LEASES
+from actors.client.known_resources import INSTANCES, LEASES
 from plane import NAMESPACE as NAMESPACES, ControlPlane, free_port
+from tests.support.events import events_about
 from tests.support.instances import null_instance
 from tests.support.null_provider import CONFIGMAPS
 from tests.support.tcp_proxy import TcpProxy
@@ -164,9 +165,7 @@ async def phase(kube: KubeClient, name: str, wanted: str) -> bool:
 
 
 async def recorded_about(kube: KubeClient, name: str) -> bool | NotYet:
-    events, _ = await kube.list_all(EVENTS, NS)
-    about = [e["reason"] for e in events if (e.get("regarding") or {}).get("name") == name]
-    return bool(about) or NotYet(f"no Event about {name} yet")
+    return bool(await events_about(kube, NS, name)) or NotYet(f"no Event about {name} yet")
 
 
 async def config_size(kube: KubeClient, name: str, size: str) -> bool:

@@ -12,21 +12,15 @@ import anyio
 import pytest
 
 from actors.client import ApiError, KubeClient
-from actors.client.known_resources import EVENTS, INSTANCES, PROVIDERS
+from actors.client.known_resources import INSTANCES, PROVIDERS
 from actors.interface import KubeObject
+from tests.support.events import events_about
 from tests.support.instances import null_instance
 from tests.support.null_provider import CONFIGMAPS, NullProvider
 from tests.support.runtime import running_manager
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-async def events_about(
-    kube: KubeClient, namespace: str, name: str, controller: str = "provider-kserve"
-) -> list[KubeObject]:
-    items, _ = await kube.list_all(EVENTS, namespace)
-    return [e for e in items if e["regarding"]["name"] == name and e["reportingController"] == controller]
 
 
 def with_reason(reason: str) -> Callable[[list[KubeObject]], KubeObject | None]:
