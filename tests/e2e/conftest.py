@@ -8,6 +8,7 @@ bracketed by host snapshots: whatever the clusters changed on the host must be g
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -18,8 +19,7 @@ import pytest_asyncio
 
 from cluster import host, snapshot
 from cluster.node import NodeCluster
-from tests.e2e.support import IMAGE_SCRIPT, INSTALL, MEASUREMENTS, MEASUREMENTS_FILE, chart_inputs, node_cluster
-from tests.support.helm import helm
+from tests.e2e.support import IMAGE_SCRIPT, MEASUREMENTS, MEASUREMENTS_FILE, install_chart, node_cluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -65,10 +65,4 @@ async def node() -> AsyncIterator[NodeCluster]:
 @pytest.fixture(scope="module")
 def install(node: NodeCluster) -> Callable[..., None]:
     """Runs the README's `helm upgrade --install` (extra `--set`s appended)."""
-    chart_inputs()
-
-    def run(*sets: str) -> None:
-        args = [*INSTALL, *(arg for value in sets for arg in ("--set", value))]
-        helm(*args, "--timeout", "5m", kubeconfig=node.kubeconfig, timeout=400)
-
-    return run
+    return functools.partial(install_chart, node)

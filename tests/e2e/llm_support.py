@@ -3,7 +3,8 @@ Instance and the OpenAI client are dev/tinyllm's, shared with `make demo-cluster
 
 from __future__ import annotations
 
-from typing import Final
+from datetime import datetime
+from typing import Any, Final
 
 import yaml
 
@@ -38,3 +39,17 @@ def words(text: str) -> list[str]:
     """The words of an answer: the tiny model's tokens are words, and vLLM puts a space before each
     (transformers' decode has none before the first)."""
     return text.split()
+
+
+# The line KServe's template prints once `vllm --version` has answered.
+VERSION_PROBED = "[access-log-detect] vllm version="
+
+
+def version_probe_seconds(timestamped_log: str, container: dict[str, Any]) -> float:
+    """Seconds from the container's start to KServe's template reporting vLLM's version: the time
+    `vllm --version` took (dev/vllm-cpu/fast_version.py), as the kubelet timestamped the log
+    (`kubectl logs --timestamps`) and the container's status says it started (to the second)."""
+    started = datetime.fromisoformat(container["state"]["running"]["startedAt"].replace("Z", "+00:00"))
+    (line,) = [line for line in timestamped_log.splitlines() if VERSION_PROBED in line]
+    stamp = datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00"))
+    return (stamp - started).total_seconds()

@@ -19,6 +19,7 @@ import pytest
 from cluster.node import NodeCluster
 from kservestack import KSERVE_NAMESPACE, KServeStack
 from plane import ControlPlaneError
+from tests.support.helm import helm
 from tests.support.waiting import wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,13 @@ def chart_inputs() -> None:
         shared = os.environ.get("PROVIDER_KSERVE_SHARED") or str(ROOT.parent / "shared")
         env = {**os.environ, "KSERVE_SRC": str(Path(shared) / "crds" / "kserve")}
         subprocess.run(["bash", str(CHART / "hack" / "vendor-kserve.sh")], check=True, capture_output=True, env=env)
+
+
+def install_chart(node: NodeCluster, *sets: str) -> None:
+    """The README's `helm upgrade --install` (the chart's inputs vendored first), `sets` appended."""
+    chart_inputs()
+    args = [*INSTALL, *(arg for value in sets for arg in ("--set", value))]
+    helm(*args, "--timeout", "5m", kubeconfig=node.kubeconfig, timeout=400)
 
 
 @contextlib.asynccontextmanager

@@ -22,24 +22,21 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from cluster.node import NodeCluster
 from tests.e2e.support import (
     MEASUREMENTS,
     ROOT,
-    build_image,
     get_json,
     kubectl,
-    node_cluster,
     provider_writes,
     the_leader,
 )
@@ -62,13 +59,6 @@ class TrainedModel:
     directory: Path  # holds MODEL_PATH/model.joblib
     features: list[list[float]]  # SAMPLES' measurements
     expected: list[int]  # their relabelled classes, which the estimator predicts here too
-
-
-@pytest_asyncio.fixture(scope="module")
-async def node() -> AsyncIterator[NodeCluster]:
-    """The node-mode cluster with the model server image imported and KServe's controllers."""
-    async with node_cluster(build_image(target="modelserver"), kserve=True) as cluster:
-        yield cluster
 
 
 def _pinned_sklearn() -> str:
@@ -191,10 +181,10 @@ def _apply(node: NodeCluster, *objects: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(node: NodeCluster, install: Callable[..., None], trained: TrainedModel) -> Iterator[dict[str, Any]]:
-    """The provider installed by the chart, the model's volume, the runtime and the Instance
-    applied; the Instance once Ready. Everything is deleted again afterwards, the volume last."""
-    install()
+def served(node: NodeCluster, release: None, trained: TrainedModel) -> Iterator[dict[str, Any]]:
+    """With the provider installed by the chart (the package's `release`), the model's volume, the
+    runtime and the Instance applied; the Instance once Ready. Everything is deleted again
+    afterwards, the volume last."""
     kubectl(node, "create", "namespace", NAMESPACE)
     _apply(node, *_volume(trained))
     _apply(node, _runtime())

@@ -11,10 +11,10 @@ transformers computes from the same weights in float32 (dev/vllm-cpu/tiny_model.
 cluster by a Job in the vLLM image, so the test's venv needs no torch: dev/tinyllm.py). Likewise its
 LoRA adapter, which KServe mounts from a claim of its own (`pvc://`).
 
-KServe's controllers run in the chart's release namespace, so that the llmisvc controller takes its
-presets, the CPU profile among them, from the chart, as with the chart's bundled controllers. The
-Instance asks for float32 through KServe's VLLM_ADDITIONAL_ARGS in its inline config (vLLM would run
-a float32 model in bfloat16 on this CPU), which leaves the CPU profile's default args in place.
+KServe's controllers run in the chart's release namespace (conftest.py), so that the llmisvc
+controller takes its presets, the CPU profile among them, from the chart. The Instance asks for
+float32 through KServe's VLLM_ADDITIONAL_ARGS in its inline config (vLLM would run a float32 model
+in bfloat16 on this CPU), which leaves the CPU profile's default args in place.
 """
 
 from __future__ import annotations
@@ -28,23 +28,20 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 import tinyllm
 from cluster.node import NodeCluster
-from tests.e2e.llm_support import as_logged_by_vllm, cpu_profile_default_args, words
+from tests.e2e.llm_support import as_logged_by_vllm, cpu_profile_default_args, version_probe_seconds, words
 from tests.e2e.support import (
     MEASUREMENTS,
     RELEASE_NAMESPACE,
-    build_image,
     get_json,
     kubectl,
-    node_cluster,
     provider_writes,
     synced,
     the_leader,
@@ -62,19 +59,6 @@ RENAMED = f"{MODEL_NAME}-2"
 FLOAT32 = "--dtype=float32"  # what the inline config passes in VLLM_ADDITIONAL_ARGS
 WORKLOAD_PODS = f"app.kubernetes.io/name={INSTANCE},kserve.io/component=workload"
 PATHS = {"completions": COMPLETIONS, "chat": CHAT}
-
-
-@pytest_asyncio.fixture(scope="module")
-async def node() -> AsyncIterator[NodeCluster]:
-    """The node-mode cluster with the vLLM CPU image imported and KServe's controllers in the
-    release namespace."""
-    started = time.monotonic()
-    archive = build_image(target="vllm-cpu")
-    MEASUREMENTS["vllm_image_build_seconds"] = round(time.monotonic() - started, 1)
-    MEASUREMENTS["vllm_image_archive_gib"] = round(archive.stat().st_size / 2**30, 2)
-    async with node_cluster(archive, kserve=True, kserve_in_release_namespace=True) as cluster:
-        MEASUREMENTS["llm_cluster_images_seconds"] = round(cluster.timings["containerd_and_images"], 1)
-        yield cluster
 
 
 @pytest.fixture(scope="module")
@@ -130,10 +114,10 @@ def _remember_vllm_memory(node: NodeCluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(node: NodeCluster, install: Callable[..., None], expected: dict[str, Any]) -> Iterator[OpenAI]:
-    """The chart installed with cpuProfile.image set, the Instance applied and Ready, and its first
-    token; the API at the connection Secret's URL. Everything is deleted again afterwards."""
-    install(f"cpuProfile.image={tinyllm.vllm_cpu_image()}")
+def served(node: NodeCluster, release: None, expected: dict[str, Any]) -> Iterator[OpenAI]:
+    """With the chart installed (its cpuProfile.image the vLLM image: the package's `release`), the
+    Instance applied and Ready, and its first token; the API at the connection Secret's URL.
+    Everything is deleted again afterwards."""
     started = time.monotonic()
     kubectl(node, "apply", "-f", str(tinyllm.INSTANCE_FILE))
     try:
@@ -251,8 +235,12 @@ def test_kv_cache_and_the_cpu_profiles_args_reach_vllm(node: NodeCluster, served
     for arg in (*defaults, FLOAT32, f"--max-lora-rank={PARAMETERS['lora']['maxRank']}"):
         assert as_logged_by_vllm(arg) in startup, (arg, startup)
     assert f"Explicitly set ({float(PARAMETERS['kvCacheSpaceGi']):.1f}/" in log  # the KV cache vLLM reserved
-    # KServe's template read the version the image records (dev/vllm-cpu/vllm_alias.py).
+    # KServe's template read the version the image records (dev/vllm-cpu/vllm_alias.py), which
+    # the image's `vllm --version` answers without importing vLLM (fast_version.py).
     assert f"vllm version='{tinyllm.vllm_cpu_image().rsplit(':', 1)[1]}+cpu'" in log
+    timestamped = kubectl(node, "logs", "-n", NAMESPACE, pod["metadata"]["name"], "-c", "main", "--timestamps")
+    (status,) = [c for c in pod["status"]["containerStatuses"] if c["name"] == "main"]
+    MEASUREMENTS["llm_version_probe_seconds"] = version_probe_seconds(timestamped, status)
 
 
 def test_renaming_the_model_rolls_the_pod(node: NodeCluster, served: OpenAI, expected: dict[str, Any]) -> None:

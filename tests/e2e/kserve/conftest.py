@@ -1,0 +1,38 @@
+"""The node-mode cluster the stories served through KServe share (the scikit-learn model server's
+and the LLM's, in file order): started once for both, with the model server and vLLM CPU images
+imported, KServe's controllers in the chart's release namespace (so that the llmisvc controller
+takes its presets, the CPU profile among them, from the chart, as with the chart's bundled
+controllers), and the chart installed once with `cpuProfile.image` naming the vLLM image. One
+cluster instead of one per story: a cluster start, an image import of the provider, KServe's start
+and the chart's install fewer (docs/ci-time.md). Each story deletes what it applied when it ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+import tinyllm
+from cluster.node import NodeCluster
+from tests.e2e.support import MEASUREMENTS, build_image, install_chart, node_cluster
+
+
+@pytest_asyncio.fixture(scope="package")
+async def node() -> AsyncIterator[NodeCluster]:
+    started = time.monotonic()
+    vllm = build_image(target="vllm-cpu")
+    MEASUREMENTS["vllm_image_build_seconds"] = round(time.monotonic() - started, 1)
+    MEASUREMENTS["vllm_image_archive_gib"] = round(vllm.stat().st_size / 2**30, 2)
+    modelserver = build_image(target="modelserver")
+    async with node_cluster(modelserver, vllm, kserve=True, kserve_in_release_namespace=True) as cluster:
+        MEASUREMENTS["kserve_cluster_images_seconds"] = round(cluster.timings["containerd_and_images"], 1)
+        yield cluster
+
+
+@pytest.fixture(scope="package")
+def release(node: NodeCluster) -> None:
+    """The chart, installed the README's way, its CPU profile running the vLLM image built here."""
+    install_chart(node, f"cpuProfile.image={tinyllm.vllm_cpu_image()}")
