@@ -1,5 +1,7 @@
-"""End-to-end fixtures: the node-mode cluster (dev/cluster) with the provider image built by
-dev/build-image.sh imported, and the chart installed the way its README tells users.
+"""End-to-end fixtures: the e2e marker, the session's measurements, and the host left as it was.
+The node-mode clusters (dev/cluster, with the provider image built by dev/build-image.sh imported,
+and the chart installed the way its README tells users) are the packages' own: chart/ and kserve/
+each share one among their stories; test_host_clean and test_tilt start their own.
 
 Everything here is real: containerd runs the image, the kubelet runs the pod under the chart's
 ServiceAccount, kube-proxy routes the Service. Needs root (`make e2e`). The whole session is
@@ -8,18 +10,15 @@ bracketed by host snapshots: whatever the clusters changed on the host must be g
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from cluster import host, snapshot
-from cluster.node import NodeCluster
-from tests.e2e.support import IMAGE_SCRIPT, MEASUREMENTS, MEASUREMENTS_FILE, install_chart, node_cluster
+from tests.e2e.support import IMAGE_SCRIPT, MEASUREMENTS, MEASUREMENTS_FILE
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -52,17 +51,3 @@ def host_left_clean() -> Iterator[None]:
         yield
         changes = snapshot.diff(before, snapshot.take())
     assert not changes, "the e2e clusters left host changes behind:\n" + "\n".join(changes)
-
-
-@pytest_asyncio.fixture(scope="module")
-async def node() -> AsyncIterator[NodeCluster]:
-    """A node-mode cluster with every CRD and the provider image; stopped (host restored) after
-    the module."""
-    async with node_cluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def install(node: NodeCluster) -> Callable[..., None]:
-    """Runs the README's `helm upgrade --install` (extra `--set`s appended)."""
-    return functools.partial(install_chart, node)

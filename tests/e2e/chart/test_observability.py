@@ -8,6 +8,7 @@ alerts on what it scraped, and answers for the reconcile counter and the example
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -52,7 +53,9 @@ def release(node: NodeCluster, install: Callable[..., None], jaeger: Jaeger) -> 
         f"tracing.llm.otlpEndpoint={jaeger.otlp_grpc}",
         "tracing.llm.all=true",
     )
-    kubectl(node, "create", "namespace", EXAMPLES_NAMESPACE)
+    # test_incluster, before it on this cluster, left the examples applied (and one changed).
+    node.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": EXAMPLES_NAMESPACE}}))  # fmt: skip
     for path in examples():
         kubectl(node, "apply", "-n", EXAMPLES_NAMESPACE, "-f", str(path))
     wait_for_sync(
