@@ -8,10 +8,16 @@ E2E_STAMP := $(VENV)/.installed-e2e
 UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode --require-hashes
 UV_COMPILE = $(BIN)/uv pip compile --quiet --no-header --annotation-style line --generate-hashes $(UV_ARGS)
 
-.PHONY: lock demo test lint unit integration binaries kserve-binaries observability-tools generate generate-check helm-lint chart-deps vendor-kserve-crds bench bench-scale bench-profile clean image e2e demo-cluster
+.PHONY: lock demo test lint unit integration binaries kserve-binaries observability-tools generate generate-check helm-lint chart-deps vendor-kserve-crds chart-inputs venv-e2e bench bench-scale bench-profile clean image e2e demo-cluster
 
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
+CHART := charts/provider-kserve
+# The chart's gitignored inputs, each named by a file its script writes last: vendored when missing
+# or when what pins them changed (`make chart-deps vendor-kserve-crds` vendors them again anyway).
+# Not again on every `make e2e`: .ci/run runs it beside `make test`, whose chart tests read them.
+CHART_DEPS := $(CHART)/charts/cert-manager/templates/crds.yaml
+KSERVE_FILES := $(CHART)/files/kserve/llmisvcconfigs.yaml
 
 # Third-party packages from the lock file (exact versions and hashes, the ones CI and the image
 # use), then the project itself without resolving anything again. uv installs them: a fresh clone
@@ -73,14 +79,13 @@ test: $(STAMP) kserve-binaries observability-tools lint
 ## update, `tilt down`; the no-root target as an unprivileged user); the host is left as it was.
 ## In file order: each e2e module is one user's story on one node (serve, then rename, then suspend),
 ## its steps sharing the served model; `make test` runs in a random order
-e2e: $(E2E_STAMP) binaries chart-deps vendor-kserve-crds
+## The tools its stories need later (KServe's controllers, Jaeger, Prometheus, tilt) are built when
+## first needed, tilt beside the first stories (tests/e2e/conftest.py)
+e2e: $(E2E_STAMP) binaries chart-inputs
 	dev/build-controlplane.sh node >/dev/null
-	dev/build-controlplane.sh kserve >/dev/null
-	dev/build-controlplane.sh tilt >/dev/null
-	dev/build-controlplane.sh jaeger >/dev/null
-	dev/build-controlplane.sh prometheus >/dev/null
 	$(BIN)/pytest -q -m e2e -p no:randomly tests/e2e
 
+venv-e2e: $(E2E_STAMP)
 $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 	$(UV_INSTALL) -r requirements/e2e.lock
 	touch $(E2E_STAMP)
@@ -88,7 +93,7 @@ $(E2E_STAMP): $(STAMP) requirements/e2e.lock
 ## demo-cluster: (root) the same cluster with KServe's controllers, the provider deployed by the chart
 ## and examples/ applied, and a tiny LLM (the vLLM CPU image) answering a chat request; runs until
 ## Ctrl-C (DEMO_ARGS=--once: print and stop), then restores the host
-demo-cluster: $(STAMP) binaries chart-deps vendor-kserve-crds image
+demo-cluster: $(STAMP) binaries chart-inputs image
 	dev/build-controlplane.sh node >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
 	$(BIN)/python dev/scripts/demo_cluster.py $(DEMO_ARGS)
@@ -119,13 +124,21 @@ generate-check: $(STAMP)
 
 ## vendor-kserve-crds: KServe v0.20.0 CRDs -> chart crds/, presets -> files/kserve/ (checksummed, gitignored)
 vendor-kserve-crds:
-	KSERVE_SRC=$(KSERVE_SRC) charts/provider-kserve/hack/vendor-kserve.sh
+	KSERVE_SRC=$(KSERVE_SRC) $(CHART)/hack/vendor-kserve.sh
+$(KSERVE_FILES): $(CHART)/hack/vendor-kserve.sh $(wildcard $(CHART)/hack/kserve-*.sha256)
+	KSERVE_SRC=$(KSERVE_SRC) $(CHART)/hack/vendor-kserve.sh
+	touch $@
 
 ## chart-deps: the KServe and cert-manager subcharts, vendored from their Go modules (no registry)
 chart-deps:
-	charts/provider-kserve/hack/vendor-chart-deps.sh
+	$(CHART)/hack/vendor-chart-deps.sh
+$(CHART_DEPS): $(CHART)/Chart.yaml $(CHART)/hack/vendor-chart-deps.sh
+	$(CHART)/hack/vendor-chart-deps.sh
+	touch $@
+## chart-inputs: both, unless vendored already
+chart-inputs: $(CHART_DEPS) $(KSERVE_FILES)
 
-helm-lint: vendor-kserve-crds
+helm-lint: $(KSERVE_FILES)
 	$(HELM) lint charts/provider-kserve
 
 ## bench: the runtime alone, in-process; bench-scale: the real provider at 1000/10000 Instances beside

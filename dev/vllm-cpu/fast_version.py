@@ -25,7 +25,7 @@ import sys
 if sys.argv[1:] in (["--version"], ["-v"]):
     from importlib.metadata import version
 
-    print(version("vllm"))
+    print(version("{distribution}"))
     sys.exit(0)
 
 from {module} import {function}
@@ -34,13 +34,18 @@ sys.exit({function}())
 """
 
 
+def shim(python: str, distribution: str, module: str, function: str) -> str:
+    """The console script: `--version` from `distribution`'s metadata, else `module`.`function`()."""
+    return SHIM.format(python=python, distribution=distribution, module=module, function=function)
+
+
 def main() -> None:
     (entry,) = importlib.metadata.entry_points(group="console_scripts", name="vllm")
     module, _, function = entry.value.partition(":")
     script = shutil.which("vllm")
     if script is None:
         raise SystemExit("no `vllm` console script on PATH")
-    Path(script).write_text(SHIM.format(python=sys.executable, module=module, function=function))
+    Path(script).write_text(shim(sys.executable, "vllm", module, function))
     print(f"{script}: --version from the metadata, {entry.value} otherwise")
 
 

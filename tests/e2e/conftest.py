@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cluster import host, snapshot
-from tests.e2e.support import IMAGE_SCRIPT, MEASUREMENTS, MEASUREMENTS_FILE
+from tests.e2e.support import IMAGE_SCRIPT, MEASUREMENTS, MEASUREMENTS_FILE, ROOT
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,3 +51,23 @@ def host_left_clean() -> Iterator[None]:
         yield
         changes = snapshot.diff(before, snapshot.take())
     assert not changes, "the e2e clusters left host changes behind:\n" + "\n".join(changes)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tilt_built_beside_the_first_stories(request: pytest.FixtureRequest) -> Iterator[None]:
+    """When test_tilt is to run, tilt (about five minutes of compiling, cold) builds at a lower
+    priority while the stories before it run: they mostly wait on containers, pods and vLLM, and
+    leave about half of two cores idle (docs/ci-time.md). test_tilt then finds it built, or waits on
+    the build's lock; a failed build is built again there, and fails with its message."""
+    if not any(item.path.name == "test_tilt.py" for item in request.session.items):
+        yield
+        return
+    log = ROOT / "build" / "e2e-tilt-build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        build = subprocess.Popen(["nice", "-n", "10", "bash", str(ROOT / "dev" / "build-controlplane.sh"), "tilt"],
+                                 stdout=subprocess.DEVNULL, stderr=out)  # fmt: skip
+    try:
+        yield
+    finally:
+        build.wait()
