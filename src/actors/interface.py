@@ -87,6 +87,16 @@ class ComponentStatus:
 
 
 @dataclass(frozen=True)
+class EventNote:
+    """A Normal Event the provider asks for about the Instance (`kubectl describe`): something that
+    happened which status alone shows only as a new value. The provider returns it in the one pass
+    that sees the news (comparing with the status the Instance has), so that it is recorded once."""
+
+    reason: str
+    note: str
+
+
+@dataclass(frozen=True)
 class StatusReport:
     phase: Phase
     message: str = ""
@@ -99,6 +109,8 @@ class StatusReport:
     # The reason of a Warning Event saying `message`, when the message tells of something waiting
     # will not fix (pods that cannot be scheduled, say): recorded when the message is new.
     warning: str = ""
+    # Normal Events recorded once this status is written.
+    events: Sequence[EventNote] = ()
 
 
 class ValidationFailed(Exception):

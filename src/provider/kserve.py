@@ -12,17 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
 import structlog
 from pydantic import ValidationError
 
 from actors import (
     ApiError,
-    ComponentStatus,
     KubeClient,
     KubeObject,
-    Phase,
     Provider,
     ReconcileContext,
     Release,
@@ -31,6 +29,7 @@ from actors import (
     StatusReport,
     ValidationFailed,
 )
+from provider.component_status import autoscaling_condition, component_statuses, held_back, scaled_events
 from provider.model.catalog import Catalogs
 from provider.model.instance import Instance
 from provider.model.kinds import NODE, OPTIONAL, SERVICE
@@ -44,7 +43,8 @@ from provider.rules.quote import quote
 from provider.shared_actors.ai_gateway import AIGatewayActor
 from provider.shared_actors.catalog_actors import register_catalogs
 from provider.shared_actors.namespace_levels import NamespaceLevels
-from provider.shared_actors.workload_pods import PULL_REASONS, ComponentPods, WorkloadPods
+from provider.shared_actors.workload_pods import ComponentPods, WorkloadPods
+from provider.shared_actors.workload_scaling import ScalingFacts, WorkloadScaling
 from provider.topologies.protocol import StatusInputs, TopologyHandler
 from provider.topologies.registry import build_topologies
 
@@ -58,56 +58,8 @@ GatewayAddressSource = Callable[[], str | None]
 NamespaceLevelSource = Callable[[str], Level | None]
 # The pods KServe runs for an Instance (namespace, name), by component.
 WorkloadPodsSource = Callable[[str, str], Mapping[str, ComponentPods]]
-
-
-_WITHOUT_PODS = {"Ready": "ScaledToZero", "Suspended": "Suspended", "Suspending": "Suspended"}
-
-
-def component_state(pods: ComponentPods, phase: Phase) -> str:
-    """One word for a component: what keeps a pod from running, else Ready when every pod is,
-    Starting while some are not, and without pods ScaledToZero (a Ready Instance), Suspended or
-    Pending."""
-    if pods.problem:
-        return pods.problem
-    if pods.total == 0:
-        return _WITHOUT_PODS.get(phase.value, "Pending")
-    return "Ready" if pods.ready == pods.total else "Starting"
-
-
-def component_statuses(
-    components: Sequence[str], pods: Mapping[str, ComponentPods], phase: Phase
-) -> tuple[ComponentStatus, ...]:
-    """status.components of an Instance whose topology runs `components`."""
-    out: list[ComponentStatus] = []
-    for name in components:
-        found = pods.get(name, ComponentPods())
-        out.append(ComponentStatus(name, found.ready, found.total, component_state(found, phase), found.pods))
-    return tuple(out)
-
-
-# A component's pods that waiting will not start: the Instance's message says so, in a Warning
-# Event of this reason once.
-PODS_CANNOT_START: Final = "PodsCannotStart"
-# Phases on the way to serving, whose message is otherwise KServe's ("Deployment does not have
-# minimum availability.").
-_ON_THE_WAY = frozenset({Phase.PENDING, Phase.PROVISIONING, Phase.INITIALIZING, Phase.UPDATING, Phase.RESUMING})
-
-
-def held_back(report: StatusReport, components: Sequence[str], pods: Mapping[str, ComponentPods]) -> StatusReport:
-    """`report` with the message of the first component whose pods cannot start (the component,
-    the state, the scheduler's or the kubelet's words), while the Instance is on its way to serving;
-    `report` itself otherwise."""
-    if report.phase not in _ON_THE_WAY:
-        return report
-    for name in components:
-        found = pods.get(name)
-        if found is not None and found.problem:
-            # ErrImagePull and ImagePullBackOff alternate while nothing changes: one word for both.
-            state = "ImagePullBackOff" if found.problem in PULL_REASONS else found.problem
-            return replace(
-                report, message=f"{name}: {state}: {found.detail or found.problem}", warning=PODS_CANNOT_START
-            )
-    return report
+# KServe's autoscalers for an Instance (namespace, name), by component.
+WorkloadScalingSource = Callable[[str, str], Mapping[str, ScalingFacts]]
 
 
 def node_addresses(nodes: Iterable[KubeObject]) -> list[str]:
@@ -165,9 +117,11 @@ class KServeProvider:
         gateway_base_url: GatewayAddressSource | None = None,
         namespace_level: NamespaceLevelSource | None = None,
         workload_pods: WorkloadPodsSource | None = None,
+        workload_scaling: WorkloadScalingSource | None = None,
     ) -> None:
         self.settings = settings
         self._workload_pods = workload_pods
+        self._workload_scaling = workload_scaling
         self._namespace_level = namespace_level
         self._catalogs: CatalogSource = catalogs if catalogs is not None else Catalogs()
         self.topologies: Mapping[str, TopologyHandler[Any]] = (
@@ -279,10 +233,17 @@ class KServeProvider:
         report = valid.topology.status(valid.instance, valid.inputs, ctx.observed, inputs)
         if self._workload_pods is None:
             return report
-        meta = valid.instance.metadata
+        meta, components = valid.instance.metadata, valid.topology.components
         pods = self._workload_pods(meta.namespace, meta.name)
-        report = held_back(report, valid.topology.components, pods)
-        return replace(report, components=component_statuses(valid.topology.components, pods, report.phase))
+        scaling = self._workload_scaling(meta.namespace, meta.name) if self._workload_scaling is not None else {}
+        report = held_back(report, components, pods)
+        autoscaling = autoscaling_condition(components, scaling)
+        return replace(
+            report,
+            components=component_statuses(components, pods, report.phase),
+            conditions=[*report.conditions, *([autoscaling] if autoscaling is not None else [])],
+            events=[*report.events, *scaled_events(ctx.instance, components, scaling, report.phase)],
+        )
 
     def releases(self, ctx: ReconcileContext) -> list[Release]:
         """Every topology's releases, whatever the Instance's topology is now: it may hold objects of
@@ -313,7 +274,8 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
 
     Registers the shared actors it asks: the model and LoRA catalogs (provider.shared_actors.catalog_actors) and,
     given a client to watch the shared Gateway with, the AI Gateway actor (provider.shared_actors.ai_gateway),
-    the namespaces' Pod Security levels and the pods KServe runs for our Instances (status.components).
+    the namespaces' Pod Security levels, and the pods KServe runs for our Instances and its autoscalers for them
+    (status.components).
     Without a client AI Gateway Instances stay Provisioning (`Waiting for Envoy AI Gateway address`).
     """
     settings = ProviderSettings.from_env(environ)
@@ -322,6 +284,7 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
     base_url: GatewayAddressSource | None = None
     namespace_level: NamespaceLevelSource | None = None
     workload_pods: WorkloadPodsSource | None = None
+    workload_scaling: WorkloadScalingSource | None = None
     if client is not None:
         gateway = AIGatewayActor(client, settings)
         shared.register(gateway)
@@ -331,6 +294,9 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
         pods = WorkloadPods()
         shared.register(pods)
         workload_pods = pods.components
+        autoscalers = WorkloadScaling()
+        shared.register(autoscalers)
+        workload_scaling = autoscalers.components
         base_url = lambda: gateway.base_url  # noqa: E731 - the published snapshot, read per status pass
     provider = KServeProvider(
         settings,
@@ -338,5 +304,6 @@ def build_provider(environ: Mapping[str, str], client: KubeClient | None = None)
         gateway_base_url=base_url,
         namespace_level=namespace_level,
         workload_pods=workload_pods,
+        workload_scaling=workload_scaling,
     )
     return provider, shared

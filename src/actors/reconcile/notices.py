@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actors.apply.conflicts import ApplyConflict, InvalidObject, NameClash
-from actors.interface import KubeObject, Phase
+from actors.interface import EventNote, KubeObject, Phase
 from actors.reconcile.validate import Refusal
 from actors.status.events import EventRecorder
 
@@ -58,6 +58,11 @@ class Notices:
         Instance's status said something else before."""
         if reason and message != (instance.get("status") or {}).get("message"):
             await self._warn(instance, reason, message, STATUS)
+
+    async def noted(self, instance: KubeObject, events: Sequence[EventNote]) -> None:
+        """The Normal Events the provider's status pass asked for."""
+        for event in events:
+            await self._record(instance, "Normal", event.reason, event.note, STATUS)
 
     async def deleted(self, instance: KubeObject, objects: Sequence[str]) -> None:
         if objects:

@@ -283,6 +283,7 @@ class InstanceReconciler:
             )
         await self.notices.phase(instance, report.phase, report.message)
         await self.notices.warning(instance, report.warning, report.message)
+        await self.notices.noted(instance, report.events)
         await self.notices.deleted(instance, synced.pruned_objects)
         if synced.taken_back:
             await self.notices.taken_back(instance, synced.taken_back)

@@ -22,10 +22,12 @@ SERVICE: Final = Resource("", "v1", "services", "Service")
 NODE: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
 
 # Read, never written: the shared Gateway (AI Gateway address), namespaces (Pod Security labels),
-# the pods KServe runs for our Instances (status.components; label-selected).
+# the pods KServe runs for our Instances and the autoscalers it makes for them (status.components;
+# label-selected).
 GATEWAYS: Final = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PODS: Final = Resource("", "v1", "pods", "Pod")
+HORIZONTAL_POD_AUTOSCALERS: Final = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
 
 # Optional integrations: written only while their CRDs are served (`available`).
 POD_MONITOR: Final = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor")

@@ -112,6 +112,14 @@ RULES: tuple[Rule, ...] = (
         "ready and total per component on status.components. Read only, never written.",
     ),
     Rule(
+        "autoscaling",
+        ("horizontalpodautoscalers",),
+        WATCH,
+        "The HorizontalPodAutoscalers KServe makes for our predictors, label-selected: the replicas "
+        "they want and why they cannot scale, on status.components and the Autoscaling condition. "
+        "Read only, never written.",
+    ),
+    Rule(
         "",
         ("namespaces",),
         WATCH,

@@ -19,7 +19,8 @@ from actors.interface import KubeObject
 from kservestack import KSERVE_NAMESPACE, LLMISVC
 from kservestack.manifests import CPU_PRESET_NAME
 from plane import create_or_replace
-from provider.kserve import PODS_CANNOT_START, build_provider
+from provider.component_status import PODS_CANNOT_START
+from provider.kserve import build_provider
 from provider.model import kinds
 from provider.model.names import PROVIDER_NAME
 from provider.topologies.llm import own_conditions

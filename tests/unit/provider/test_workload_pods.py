@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors import ComponentStatus, Phase, StatusReport
-from provider.kserve import PODS_CANNOT_START, component_state, component_statuses, held_back
+from provider.component_status import PODS_CANNOT_START, component_state, component_statuses, held_back
 from provider.shared_actors.workload_pods import (
     DETAIL_LENGTH,
     LABEL_COMPONENT,

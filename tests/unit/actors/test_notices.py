@@ -1,9 +1,11 @@
-"""A status message the provider marks as a warning is one Event when it is new, none while it stands."""
+"""A status message the provider marks as a warning is one Event when it is new, none while it stands;
+the Normal Events a status pass asks for are recorded as asked."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+from actors import EventNote
 from actors.reconcile.notices import Notices
 from actors.status.events import EventRecorder
 
@@ -28,3 +30,13 @@ async def test_said_when_new_and_not_while_it_stands() -> None:
     await notices.warning(instance(held), "PodsCannotStart", held)  # the next pass: status says it already
     await notices.warning(instance(None), "", "Deployment does not have minimum availability.")  # no reason: no Event
     assert recorded.events == [("Warning", "PodsCannotStart", held)]
+
+
+async def test_the_events_a_status_pass_asks_for_are_recorded_as_normal_events() -> None:
+    recorded = Recorded()
+    notices = Notices(cast(EventRecorder, recorded))
+    await notices.noted(
+        instance(None), [EventNote("Scaled", "predictor: 1 -> 3"), EventNote("Scaled", "other: 2 -> 1")]
+    )
+    await notices.noted(instance(None), [])
+    assert recorded.events == [("Normal", "Scaled", "predictor: 1 -> 3"), ("Normal", "Scaled", "other: 2 -> 1")]
