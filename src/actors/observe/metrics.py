@@ -59,6 +59,8 @@ class InstancePhases(Collector):
 
 
 class RuntimeMetrics:
+    """The runtime's Prometheus metrics, in a registry of their own (the /metrics endpoint's)."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         # The process's own figures (process_resident_memory_bytes, process_cpu_seconds_total, ...)
@@ -70,6 +72,12 @@ class RuntimeMetrics:
         self.leader = Gauge(
             "provider_leader", "1 while this process leads (reconciles), 0 while it stands by", registry=self.registry
         )
+        self._reconcile_metrics()
+        self._queue_metrics()
+        self._api_and_process_metrics()
+
+    def _reconcile_metrics(self) -> None:
+        """What the reconciles did, and how long their steps and they took."""
         self.reconciles = Counter(
             "provider_reconciles_total",
             "Reconciles by result: success, error, gone (the Instance was deleted), cancelled (cut short by shutdown)",
@@ -89,6 +97,20 @@ class RuntimeMetrics:
             ["step"],
             registry=self.registry,
         )
+        self.reconcile_seconds = Histogram(
+            "provider_reconcile_seconds",
+            "Duration of a whole reconcile (holding its slot), by priority as for the queue wait",
+            ["priority"],
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self._reconcile_run = {
+            urgent: self.reconcile_seconds.labels(priority="urgent" if urgent else "bulk") for urgent in (True, False)
+        }
+        self.retries = Counter("provider_retries_total", "Reconciles that will be retried", registry=self.registry)
+
+    def _queue_metrics(self) -> None:
+        """What waits to reconcile, and for how long."""
         self.queue_depth = Gauge("provider_queue_depth", "Instances waiting to reconcile", registry=self.registry)
         self.queue_wait_seconds = Histogram(
             "provider_queue_wait_seconds",
@@ -101,21 +123,13 @@ class RuntimeMetrics:
         self._queue_wait = {
             urgent: self.queue_wait_seconds.labels(priority="urgent" if urgent else "bulk") for urgent in (True, False)
         }
-        self.reconcile_seconds = Histogram(
-            "provider_reconcile_seconds",
-            "Duration of a whole reconcile (holding its slot), by priority as for the queue wait",
-            ["priority"],
-            registry=self.registry,
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-        )
-        self._reconcile_run = {
-            urgent: self.reconcile_seconds.labels(priority="urgent" if urgent else "bulk") for urgent in (True, False)
-        }
-        self.retries = Counter("provider_retries_total", "Reconciles that will be retried", registry=self.registry)
         self.live_actors = Gauge("provider_live_actors", "Per-Instance actors alive", registry=self.registry)
         self.scheduled_runs = Gauge(
             "provider_scheduled_runs", "Instances with a run scheduled and no live actor", registry=self.registry
         )
+
+    def _api_and_process_metrics(self) -> None:
+        """The requests to the API server, and the garbage collector's pauses."""
         self.api_requests = Counter(
             "provider_api_requests_total",
             "Requests to the Kubernetes API server",

@@ -119,23 +119,7 @@ def preview(
         if not meta.get("uid"):
             no_uid.append(name)
         for obj in objects:
-            if stop_requested(obj):
-                out.notes.append(
-                    f'Instance "{name}" is suspended (replicas 0): {obj["kind"]} {obj["metadata"]["name"]} carries '
-                    f"{STOP_ANNOTATION}, and the controller leaves its replica count as the object stands"
-                )
-            resource = OPTIONAL_BY_KIND.get(obj["kind"])
-            if resource is None:
-                out.objects.append(obj)
-                continue
-            where = f"{obj['kind']} {obj['metadata']['namespace']}/{obj['metadata']['name']}"
-            if required_only:
-                out.notes.append(f"skipped {where}: it needs CRD {_crd(resource)} (--required-only)")
-            else:
-                out.objects.append(obj)
-                out.notes.append(
-                    f"{where} needs CRD {_crd(resource)}; the controller skips it while that CRD is not installed"
-                )
+            _add_object(out, name, obj, required_only)
     if no_namespace:
         out.notes.insert(
             0,
@@ -149,6 +133,26 @@ def preview(
             "(no metadata.uid; the API server assigns the real one)",
         )
     return out
+
+
+def _add_object(out: Preview, name: str, obj: KubeObject, required_only: bool) -> None:
+    """`obj` of Instance `name` in `out`, with what the controller does differently from a plain
+    apply of it: a stopped object's replicas, an optional kind it skips without its CRD."""
+    if stop_requested(obj):
+        out.notes.append(
+            f'Instance "{name}" is suspended (replicas 0): {obj["kind"]} {obj["metadata"]["name"]} carries '
+            f"{STOP_ANNOTATION}, and the controller leaves its replica count as the object stands"
+        )
+    resource = OPTIONAL_BY_KIND.get(obj["kind"])
+    if resource is None:
+        out.objects.append(obj)
+        return
+    where = f"{obj['kind']} {obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    if required_only:
+        out.notes.append(f"skipped {where}: it needs CRD {_crd(resource)} (--required-only)")
+    else:
+        out.objects.append(obj)
+        out.notes.append(f"{where} needs CRD {_crd(resource)}; the controller skips it while that CRD is not installed")
 
 
 def _names(names: list[str]) -> str:

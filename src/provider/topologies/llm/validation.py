@@ -232,6 +232,19 @@ def _read_service(service: ComponentService | None) -> tuple[str, dict[str, str]
     return service.service_type or "ClusterIP", annotations, source_ranges
 
 
+def _check_image_and_versions(
+    instance: Instance, component: ComponentSpec, image: str | None, problems: Problems
+) -> None:
+    """The image a user names and the versions they pin: text a reference or a label can carry."""
+    with problems.collect():
+        if image is not None:
+            check_image(image, f"{COMPONENT}.image")
+    for value, where in ((instance.spec.version, "spec.version"), (component.version, f"{COMPONENT}.version")):
+        with problems.collect():
+            if value:
+                check_text(value, where, max_length=253)
+
+
 def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
     """Rules 1-9: everything but the LoRA adapters (which need the catalog)."""
     component = llm_component(instance)
@@ -265,13 +278,7 @@ def read_llm(instance: Instance, settings: ProviderSettings) -> LlmInputs:
         topology = parse_topology(topology_spec.parameters if topology_spec is not None else {})
         _check_gateway(topology, settings)
     image = (component.image or "").strip() or None
-    with problems.collect():
-        if image is not None:
-            check_image(image, f"{COMPONENT}.image")
-    for value, where in ((instance.spec.version, "spec.version"), (component.version, f"{COMPONENT}.version")):
-        with problems.collect():
-            if value:
-                check_text(value, where, max_length=253)
+    _check_image_and_versions(instance, component, image, problems)
     inputs: LlmInputs | None = None
     if engine is not None and topology is not None:
         inputs = LlmInputs(
