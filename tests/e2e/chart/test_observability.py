@@ -48,12 +48,16 @@ def jaeger(node: NodeCluster) -> Iterator[Jaeger]:
 
 @pytest.fixture(scope="module")
 def release(node: NodeCluster, install: Callable[..., None], jaeger: Jaeger) -> str:
+    # test_incluster, before this on the same cluster, left the examples applied: they go first, so
+    # that the provider installed with tracing creates every one's objects anew (its applies are
+    # among the spans the test looks for).
+    kubectl(node, "delete", "instances", "--all", "-n", EXAMPLES_NAMESPACE, "--ignore-not-found", "--wait",
+            "--timeout=180s")  # fmt: skip
     install(
         f"tracing.otlpEndpoint={jaeger.otlp_http}",
         f"tracing.llm.otlpEndpoint={jaeger.otlp_grpc}",
         "tracing.llm.all=true",
     )
-    # test_incluster, before it on this cluster, left the examples applied (and one changed).
     node.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": EXAMPLES_NAMESPACE}}))  # fmt: skip
     for path in examples():
