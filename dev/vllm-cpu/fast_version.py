@@ -20,17 +20,20 @@ from pathlib import Path
 
 SHIM = """#!{python}
 # `vllm --version` from the distribution's metadata (fast_version.py); anything else is vLLM's CLI.
+# Only as the program: vLLM's engine runs in processes that multiprocessing starts by importing
+# this script again (as __mp_main__), which must not start vLLM's CLI a second time.
 import sys
 
-if sys.argv[1:] in (["--version"], ["-v"]):
-    from importlib.metadata import version
+if __name__ == "__main__":
+    if sys.argv[1:] in (["--version"], ["-v"]):
+        from importlib.metadata import version
 
-    print(version("{distribution}"))
-    sys.exit(0)
+        print(version("{distribution}"))
+        sys.exit(0)
 
-from {module} import {function}
+    from {module} import {function}
 
-sys.exit({function}())
+    sys.exit({function}())
 """
 
 

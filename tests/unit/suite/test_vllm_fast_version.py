@@ -42,3 +42,28 @@ def test_anything_else_runs_the_entry_point_with_its_arguments(tmp_path: Path) -
     script.write_text(fast_version().shim(sys.executable, "pytest", "cli_probe", "main"))
     answer = run(script, "serve", "--version-not-alone", "--version")
     assert (answer.returncode, answer.stdout) == (3, "['serve', '--version-not-alone', '--version']\n")
+
+
+def test_a_process_multiprocessing_spawns_from_it_does_not_run_the_cli_again(tmp_path: Path) -> None:
+    """vLLM starts its engine with multiprocessing, whose spawned processes import the program's
+    script again (as __mp_main__): the script must not run the CLI there (the cold CI run of
+    76d402b: every vLLM engine died at start, `Engine core initialization failed`)."""
+    script = tmp_path / "vllm"
+    (tmp_path / "cli_probe.py").write_text(
+        "import multiprocessing, pathlib, sys\n\n"
+        "def child(path):\n"
+        "    pathlib.Path(path).write_text('child ran')\n\n"
+        "def main():\n"
+        "    with open(sys.argv[1], 'a') as log:\n"
+        "        log.write('cli ran\\n')\n"
+        "    process = multiprocessing.get_context('spawn').Process(target=child, args=(sys.argv[2],))\n"
+        "    process.start()\n"
+        "    process.join()\n"
+        "    return process.exitcode\n"
+    )
+    script.write_text(fast_version().shim(sys.executable, "pytest", "cli_probe", "main"))
+    log, done = tmp_path / "cli.log", tmp_path / "child.done"
+    answer = run(script, str(log), str(done))
+    assert answer.returncode == 0, answer.stderr
+    assert log.read_text() == "cli ran\n"  # once: not again in the spawned process
+    assert done.read_text() == "child ran"
