@@ -13,8 +13,9 @@ UV_COMPILE = $(BIN)/uv pip compile --quiet --no-header --annotation-style line -
 HELM = $(shell dev/build-controlplane.sh helm)/helm
 KSERVE_SRC ?= $(wildcard ../shared/crds/kserve)
 CHART := charts/provider-kserve
-# The chart's gitignored inputs, each named by a file its script writes last: vendored when missing
-# or when what pins them changed (`make chart-deps vendor-kserve-crds` vendors them again anyway).
+# The chart's gitignored inputs, each named by one file its script writes (touched after it ran):
+# vendored when missing or when what pins them changed (`make chart-deps vendor-kserve-crds`
+# vendors them again anyway).
 # Not again on every `make e2e`: .ci/run runs it beside `make test`, whose chart tests read them.
 CHART_DEPS := $(CHART)/charts/cert-manager/templates/crds.yaml
 KSERVE_FILES := $(CHART)/files/kserve/llmisvcconfigs.yaml
@@ -77,8 +78,8 @@ test: $(STAMP) kserve-binaries observability-tools lint
 ## as the chart README says, and the in-cluster checks; KServe's manager serving a model the test
 ## trains (scikit-learn, the e2e extra) from a PersistentVolume; the Tilt dev loop (`tilt ci`, live
 ## update, `tilt down`; the no-root target as an unprivileged user); the host is left as it was.
-## In file order: each e2e module is one user's story on one node (serve, then rename, then suspend),
-## its steps sharing the served model; `make test` runs in a random order
+## In file order: each e2e module is one user's story (serve, then rename, then suspend), its steps
+## sharing the served model, and each package's stories share one node; `make test` runs in a random order
 ## The tools its stories need later (KServe's controllers, Jaeger, Prometheus, tilt) are built when
 ## first needed, tilt beside the first stories (tests/e2e/conftest.py)
 e2e: $(E2E_STAMP) binaries chart-inputs
