@@ -4,6 +4,10 @@ with the chart's telemetry settings and watched through Jaeger and Prometheus
 (test_observability). One cluster for both: a cluster start and stop, and the provider image's
 import, fewer (docs/ci-time.md). No KServe controllers run here: the provider's objects are what
 the stories look at.
+
+This directory is a Python package (its `__init__.py`): without one, pytest gives a package-scoped
+fixture the enclosing package's scope, tests/'s, and the cluster would run to the session's end,
+beside the next stories' own.
 """
 
 from __future__ import annotations

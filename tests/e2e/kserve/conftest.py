@@ -5,6 +5,10 @@ takes its presets, the CPU profile among them, from the chart, as with the chart
 controllers), and the chart installed once with `cpuProfile.image` naming the vLLM image. One
 cluster instead of one per story: a cluster start, an image import of the provider, KServe's start
 and the chart's install fewer (docs/ci-time.md). Each story deletes what it applied when it ends.
+
+This directory is a Python package (its `__init__.py`): without one, pytest gives a package-scoped
+fixture the enclosing package's scope, tests/'s, and the cluster would run to the session's end,
+beside the next stories' own.
 """
 
 from __future__ import annotations
