@@ -83,7 +83,9 @@ DETAIL_LENGTH: Final = 300
 PULL_REASONS: Final = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
+    """`text` on one line, at most DETAIL_LENGTH characters (the words of a kubelet, a scheduler or
+    an autoscaler, for status)."""
     words = " ".join(str(text or "").split())
     return words if len(words) <= DETAIL_LENGTH else words[: DETAIL_LENGTH - 1] + "…"
 
@@ -105,14 +107,14 @@ def _problem(pod: KubeObject) -> tuple[str, str]:
     status = pod.get("status") or {}
     if status.get("phase") == "Failed":
         reason = str(status.get("reason") or "Failed")
-        return reason, _one_line(status.get("message") or reason)
+        return reason, one_line(status.get("message") or reason)
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
-            return "Unschedulable", _one_line(condition.get("message") or "no node fits the pod")
+            return "Unschedulable", one_line(condition.get("message") or "no node fits the pod")
     for container in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
         waiting = str(((container.get("state") or {}).get("waiting") or {}).get("reason") or "")
         if waiting in STUCK_REASONS:
-            return waiting, _one_line(_container_detail(container, waiting))
+            return waiting, one_line(_container_detail(container, waiting))
     return "", ""
 
 

@@ -23,12 +23,9 @@ from anyio.abc import TaskStatus
 
 from actors import KubeObject, SharedActor, SharedContext, WakeKey
 from provider.model.kinds import HORIZONTAL_POD_AUTOSCALERS
-from provider.shared_actors.workload_pods import LABEL_COMPONENT, LABEL_INSTANCE, SELECTOR
+from provider.shared_actors.workload_pods import LABEL_COMPONENT, LABEL_INSTANCE, SELECTOR, one_line
 
 log = structlog.get_logger(__name__)
-
-# The length of the autoscaler's own words kept for status (its conditions' messages can be long).
-MESSAGE_LENGTH = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,23 +34,16 @@ class ScalingFacts:
     component: str
     minimum: int
     maximum: int
-    # What the autoscaler wants (status.desiredReplicas) and what the Deployment runs now
-    # (status.currentReplicas); None before the autoscaler's first pass. One that cannot read its
-    # metrics leaves the desired count as it was, 0 for a new one (kube-controller-manager's
-    # setCurrentReplicasAndMetricsInStatus), and keeps the Deployment where it is: then what it
-    # wants is the current count.
+    # What the autoscaler wants (status.desiredReplicas); None before the autoscaler's first pass.
+    # One that cannot read its metrics leaves the desired count as it was, 0 for a new one
+    # (kube-controller-manager's setCurrentReplicasAndMetricsInStatus), and keeps the Deployment
+    # where it is: then what it wants is the current count (status.currentReplicas).
     wanted: int | None
-    current: int | None
     # What it measured against its target, in a few words ("cpu 87% of 55%"); "" before it has.
     measured: str = ""
     # Why it cannot scale ("FailedGetResourceMetric: ..." from ScalingActive or AbleToScale
     # False); "" when nothing stops it.
     problem: str = ""
-
-
-def _one_line(text: object) -> str:
-    words = " ".join(str(text or "").split())
-    return words if len(words) <= MESSAGE_LENGTH else words[: MESSAGE_LENGTH - 1] + "…"
 
 
 def _count(value: Any) -> int | None:
@@ -79,7 +69,7 @@ def _measured(spec: KubeObject, status: KubeObject) -> str:
 def _problem(status: KubeObject) -> str:
     for condition in status.get("conditions") or []:
         if condition.get("type") in ("ScalingActive", "AbleToScale") and condition.get("status") == "False":
-            return _one_line(f"{condition.get('reason') or condition['type']}: {condition.get('message') or ''}")
+            return one_line(f"{condition.get('reason') or condition['type']}: {condition.get('message') or ''}")
     return ""
 
 
@@ -97,7 +87,6 @@ def scaling_facts(hpa: KubeObject) -> ScalingFacts | None:
         minimum=_count(spec.get("minReplicas")) or 1,
         maximum=_count(spec.get("maxReplicas")) or 0,
         wanted=_count(status.get("desiredReplicas")) or _count(status.get("currentReplicas")) or None,
-        current=_count(status.get("currentReplicas")),
         measured=_measured(spec, status),
         problem=_problem(status),
     )

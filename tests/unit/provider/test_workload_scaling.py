@@ -63,7 +63,7 @@ def facts(**changes: Any) -> ScalingFacts:
 
 
 def test_what_the_autoscaler_wants_measured_and_cannot_do() -> None:
-    assert facts(desired=3, utilization=87) == ScalingFacts("models/iris", "predictor", 1, 3, 3, 1, "cpu 87% of 55%")
+    assert facts(desired=3, utilization=87) == ScalingFacts("models/iris", "predictor", 1, 3, 3, "cpu 87% of 55%")
     without_metrics = facts(active=False)
     assert without_metrics.problem.startswith(
         "FailedGetResourceMetric: the HPA was unable to compute the replica count"
