@@ -1,8 +1,10 @@
 """An in-process stand-in for the API server behind `KubeClient`, for unit tests of the runtime's
-reconciler: the verbs the reconciler, applier, status writer and finalizer use (get, apply, patch,
-replace, create, delete_object, list_all), with what they rely on: uids, resourceVersions and
-generations, the resourceVersion precondition of a write, a JSON patch's `test`, the status
-subresource, finalizers holding a delete, a delete's uid precondition.
+reconciler and informers: the verbs they use (get, apply, patch, replace, create, delete_object,
+list_all, list_pages, watch), with what they rely on: uids, resourceVersions and generations, the
+resourceVersion precondition of a write, a JSON patch's `test`, the status subresource, finalizers
+holding a delete, a delete's uid precondition; a watch from a resourceVersion replays what changed
+after it, then waits for more, with bookmarks, the server ending it (`changes.end_watches`), and 410 Gone
+for a resourceVersion older than the last compaction (`changes.compact`) (tests.support.fake_changes).
 
 It is not a second API server: server-side apply merges the applied fields into the stored object
 (no field ownership, so no apply conflicts unless a test injects one), and label selectors are
@@ -14,12 +16,14 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from actors.client import JSON_PATCH, ApiError
+from actors.client.kube_client import Page
 from actors.interface import KubeObject, Resource
+from tests.support.fake_changes import ChangeLog, labelled, selector
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ class FakeKube:
     objects: dict[tuple[Resource, str | None, str], KubeObject] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     _failures: list[_Failure] = field(default_factory=list)
-    _versions: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _uids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    changes: ChangeLog = field(default_factory=ChangeLog)  # compact(), bookmark(), end_watches()
 
     # -- what a test arranges and reads ------------------------------------------------------
 
@@ -74,7 +78,7 @@ class FakeKube:
         return copy.deepcopy(obj) if obj is not None else None
 
     def put(self, resource: Resource, obj: KubeObject) -> KubeObject:
-        """Store `obj` as if someone else had created it (no request recorded)."""
+        """Store `obj` as if someone else had created or replaced it (no request recorded)."""
         meta = obj["metadata"]
         key = (resource, meta.get("namespace"), meta["name"])
         stored = copy.deepcopy(obj)
@@ -82,9 +86,16 @@ class FakeKube:
         stored.setdefault("kind", resource.kind)
         stored["metadata"].setdefault("uid", f"uid-{next(self._uids)}")
         stored["metadata"].setdefault("generation", 1)
-        stored["metadata"]["resourceVersion"] = str(next(self._versions))
+        stored["metadata"]["resourceVersion"] = self.changes.next_version()
+        self.changes.record(resource, "MODIFIED" if key in self.objects else "ADDED", stored)
         self.objects[key] = stored
         return copy.deepcopy(stored)
+
+    def remove(self, resource: Resource, namespace: str | None, name: str) -> None:
+        """Delete the object as if someone else had (no request recorded, finalizers ignored)."""
+        gone = self.objects.pop((resource, namespace, name))
+        gone["metadata"]["resourceVersion"] = self.changes.next_version()
+        self.changes.record(resource, "DELETED", gone)
 
     def writes(self, verb: str, resource: Resource, subresource: str = "") -> list[Call]:
         return [c for c in self.calls if (c.verb, c.resource, c.subresource) == (verb, resource, subresource)]
@@ -104,15 +115,38 @@ class FakeKube:
         self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
     ) -> tuple[list[KubeObject], str]:
         self._request("list", res, namespace, None)
-        wanted = dict(term.split("=", 1) for term in label_selector.split(",")) if label_selector else {}
-        items = [
-            copy.deepcopy(obj)
-            for (r, ns, _), obj in sorted(self.objects.items(), key=lambda item: item[0][1:])
-            if r == res
-            and (namespace is None or ns == namespace)
-            and wanted.items() <= (obj["metadata"].get("labels") or {}).items()
-        ]
-        return items, str(next(self._versions))
+        return self._listed(res, namespace, label_selector), str(self.changes.revision)
+
+    async def list_pages(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        page_bytes: int = 4 * 1024 * 1024,
+    ) -> AsyncIterator[Page]:
+        """`page_size` objects a page (the fake does not weigh them), each page a request."""
+        items, revision = self._listed(res, namespace, label_selector), str(self.changes.revision)
+        for start in range(0, max(len(items), 1), page_size):
+            self._request("list", res, namespace, None)
+            done = start + page_size >= len(items)
+            yield Page(items[start : start + page_size], revision, done)
+
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        resource_version: str,
+        *,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The changes after `resource_version`, then each new one as it is made, until
+        `timeout_seconds` pass or `end_watches()`."""
+        self._request("watch", res, namespace, None)
+        async for event in self.changes.watch(res, namespace, int(resource_version), label_selector, timeout_seconds):
+            yield event
 
     async def create(self, res: Resource, obj: KubeObject, *, field_manager: str | None = None) -> KubeObject:
         meta = obj["metadata"]
@@ -193,7 +227,7 @@ class FakeKube:
             held = copy.deepcopy(current)
             held["metadata"].setdefault("deletionTimestamp", "2026-01-01T00:00:00Z")
             return self._store(res, current, held)
-        del self.objects[key]
+        self.remove(res, namespace, name)
         return {"kind": "Status", "apiVersion": "v1", "status": "Success"}
 
     async def delete(
@@ -238,13 +272,23 @@ class FakeKube:
             return copy.deepcopy(current)
         if new.get("spec") != current.get("spec"):
             meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
-        meta["resourceVersion"] = str(next(self._versions))
+        meta["resourceVersion"] = self.changes.next_version()
         key = (res, meta.get("namespace"), meta["name"])
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             del self.objects[key]
+            self.changes.record(res, "DELETED", new)
         else:
             self.objects[key] = new
+            self.changes.record(res, "MODIFIED", new)
         return copy.deepcopy(new)
+
+    def _listed(self, res: Resource, namespace: str | None, label_selector: str | None) -> list[KubeObject]:
+        wanted = selector(label_selector)
+        return [
+            copy.deepcopy(obj)
+            for (r, ns, _), obj in sorted(self.objects.items(), key=lambda item: item[0][1:])
+            if r == res and (namespace is None or ns == namespace) and labelled(obj, wanted)
+        ]
 
 
 class _View(Mapping[str, KubeObject]):
