@@ -11,13 +11,22 @@ import anyio
 import anyio.lowlevel
 
 from actors.manager.options import ManagerOptions
-from actors.queue.actor_system import Action, ActorSystem
+from actors.queue.actor_system import Action, ActorSystem, Reconcile
 from actors.queue.ratelimit import Backoff, ExponentialBackoff, RateLimiter, TokenBucket
 from tests.support.clock import FakeClock
 from tests.support.runtime import system_running
 
 # The Manager's defaults: the one definition of the runtime's tunables.
 OPTIONS = ManagerOptions()
+
+
+def actor_system(
+    reconcile: Reconcile, clock: FakeClock, *, limiter: RateLimiter | None = None, **settings: Any
+) -> ActorSystem:
+    """An actor system with the Manager's defaults but for the `settings` a test is about, its time
+    on the test's clock."""
+    settings.setdefault("max_concurrent", OPTIONS.max_concurrent)
+    return ActorSystem(reconcile, limiter=limiter or OPTIONS.rate_limiter(), clock=clock, **settings)
 
 
 async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None:
@@ -33,9 +42,7 @@ async def test_burst_during_slow_reconcile_yields_exactly_one_more_run() -> None
             await release.wait()
         return Action()
 
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.2, clock=clock
-    )
+    system = actor_system(reconcile, clock, idle_timeout=0.2)
     async with system_running(system):
         system.notify("ns/a")
         await started.wait()
@@ -61,7 +68,7 @@ async def test_one_key_is_never_reconciled_concurrently_under_load() -> None:
         running[key] -= 1
         return Action()
 
-    system = ActorSystem(reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=8, idle_timeout=0.2, clock=clock)
+    system = actor_system(reconcile, clock, max_concurrent=8, idle_timeout=0.2)
     async with system_running(system):
         for round_ in range(50):
             for i in range(20):
@@ -89,9 +96,7 @@ async def test_a_raising_actor_leaves_the_others_running() -> None:
     limiter = RateLimiter(
         ExponentialBackoff(Backoff(10.0, OPTIONS.backoff_cap)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock)
     )
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=limiter, idle_timeout=0.1, clock=clock
-    )
+    system = actor_system(reconcile, clock, limiter=limiter, idle_timeout=0.1)
     async with system_running(system):
         system.notify("ns/bad")
         for i in range(5):
@@ -115,9 +120,7 @@ async def test_failure_retries_with_backoff_and_success_resets_it() -> None:
     limiter = RateLimiter(
         ExponentialBackoff(Backoff(0.02, OPTIONS.backoff_cap)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock)
     )
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=limiter, idle_timeout=0.1, clock=clock
-    )
+    system = actor_system(reconcile, clock, limiter=limiter, idle_timeout=0.1)
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: len(attempts) >= 4 and not system.is_live("ns/a"))
@@ -135,9 +138,7 @@ async def test_requeue_after_runs_again_and_idle_actor_exits() -> None:
         runs.append(key)
         return Action(requeue_after=0.05) if len(runs) == 1 else Action()
 
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.05, clock=clock
-    )
+    system = actor_system(reconcile, clock, idle_timeout=0.05)
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: len(runs) >= 2 and not system.is_live("ns/a"))
@@ -161,9 +162,7 @@ async def test_global_cap_on_concurrent_reconciles() -> None:
         current -= 1
         return Action()
 
-    system = ActorSystem(
-        reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=3, reserved=0, idle_timeout=0.05, clock=clock
-    )
+    system = actor_system(reconcile, clock, max_concurrent=3, reserved=0, idle_timeout=0.05)
     async with system_running(system):
         for i in range(30):
             system.notify(f"ns/{i}")
@@ -183,15 +182,7 @@ async def test_follow_up_run_waits_for_a_burst_to_settle() -> None:
         await clock.sleep(0.02)
         return Action()
 
-    system = ActorSystem(
-        reconcile,
-        max_concurrent=OPTIONS.max_concurrent,
-        limiter=OPTIONS.rate_limiter(),
-        idle_timeout=0.1,
-        settle=0.05,
-        max_settle=1.0,
-        clock=clock,
-    )
+    system = actor_system(reconcile, clock, idle_timeout=0.1, settle=0.05, max_settle=1.0)
     async with system_running(system):
         system.notify("ns/a")
         await started.wait()
@@ -211,15 +202,7 @@ async def test_settling_is_bounded_by_max_settle() -> None:
         runs.append(clock.now())
         return Action()
 
-    system = ActorSystem(
-        reconcile,
-        max_concurrent=OPTIONS.max_concurrent,
-        limiter=OPTIONS.rate_limiter(),
-        idle_timeout=0.1,
-        settle=0.05,
-        max_settle=0.2,
-        clock=clock,
-    )
+    system = actor_system(reconcile, clock, idle_timeout=0.1, settle=0.05, max_settle=0.2)
     async with system_running(system):
         system.notify("ns/a")
         # An endless stream of events must not starve the Instance: it runs at least every ~0.2 s.
@@ -237,9 +220,7 @@ async def test_a_run_due_after_the_idle_timeout_is_parked_not_kept_as_an_actor()
         runs.append(clock.now())
         return Action(requeue_after=0.3) if len(runs) == 1 else Action()
 
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.05, clock=clock
-    )
+    system = actor_system(reconcile, clock, idle_timeout=0.05)
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: not system.is_live("ns/a"))
@@ -257,9 +238,7 @@ async def test_an_event_for_a_parked_key_runs_it_now_and_drops_the_timer() -> No
         runs.append(key)
         return Action(requeue_after=3600) if len(runs) == 1 else Action()
 
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=OPTIONS.rate_limiter(), idle_timeout=0.02, clock=clock
-    )
+    system = actor_system(reconcile, clock, idle_timeout=0.02)
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: system.parked > 0)
@@ -285,14 +264,8 @@ async def test_settling_survives_the_clock_passing_the_quiet_point_between_reads
             second_event_sent.set()
         return Action()
 
-    system = ActorSystem(
-        reconcile,
-        max_concurrent=OPTIONS.max_concurrent,
-        limiter=OPTIONS.rate_limiter(clock),
-        idle_timeout=10.0,
-        settle=0.1,
-        max_settle=10.0,
-        clock=clock,
+    system = actor_system(
+        reconcile, clock, limiter=OPTIONS.rate_limiter(clock), idle_timeout=10.0, settle=0.1, max_settle=10.0
     )
     async with system_running(system):
         system.notify("ns/a")
@@ -311,9 +284,7 @@ async def test_keys_beyond_the_free_slots_wait_in_a_backlog_without_an_actor() -
         return Action()
 
     keys = [f"ns/{i:02d}" for i in range(50)]
-    system = ActorSystem(
-        reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=2, reserved=0, idle_timeout=10.0, clock=clock
-    )
+    system = actor_system(reconcile, clock, max_concurrent=2, reserved=0, idle_timeout=10.0)
     async with system_running(system):
         for key in keys:
             system.notify(key)
@@ -339,9 +310,7 @@ async def test_a_defect_in_one_actors_loop_parks_a_retry_and_spares_the_others(m
     limiter = RateLimiter(
         ExponentialBackoff(Backoff(0.05, OPTIONS.backoff_cap)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock)
     )
-    system = ActorSystem(
-        reconcile, max_concurrent=OPTIONS.max_concurrent, limiter=limiter, idle_timeout=0.05, clock=clock
-    )
+    system = actor_system(reconcile, clock, limiter=limiter, idle_timeout=0.05)
     original = system._settle_burst
     broken_once = {"ns/bad"}
 
@@ -370,7 +339,7 @@ async def test_an_urgent_key_goes_ahead_of_the_bulk_backlog() -> None:
         await clock.sleep(0.01)
         return Action()
 
-    system = ActorSystem(reconcile, limiter=OPTIONS.rate_limiter(), max_concurrent=1, idle_timeout=10.0, clock=clock)
+    system = actor_system(reconcile, clock, max_concurrent=1, idle_timeout=10.0)
     async with system_running(system):
         for i in range(5):
             system.notify(f"ns/bulk-{i}")
@@ -401,13 +370,13 @@ async def test_bulk_runs_leave_the_reserved_slot_to_a_users_change() -> None:
         waits.append((urgent, seconds))
 
     runs: list[tuple[bool, float]] = []
-    system = ActorSystem(
+    system = actor_system(
         reconcile,
+        clock,
         limiter=OPTIONS.rate_limiter(clock),
         max_concurrent=4,
         reserved=1,
         idle_timeout=10.0,
-        clock=clock,
         on_wait=on_wait,
         on_run=lambda seconds, urgent: runs.append((urgent, seconds)),
     )
@@ -440,7 +409,7 @@ async def test_a_derived_objects_events_wait_for_the_keys_backoff_and_a_users_ch
         return Action(failed=True)  # a conflict that persists
 
     limiter = RateLimiter(ExponentialBackoff(Backoff(1.0, 100.0)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock))
-    system = ActorSystem(reconcile, max_concurrent=4, limiter=limiter, idle_timeout=60.0, clock=clock)
+    system = actor_system(reconcile, clock, max_concurrent=4, limiter=limiter, idle_timeout=60.0)
     async with system_running(system):
         system.notify("ns/a")
         await clock.until(lambda: len(runs) == 1)
@@ -465,7 +434,7 @@ async def test_a_take_back_that_keeps_recurring_backs_off_through_the_quiet_pass
         return Action(back_off=took_back)
 
     limiter = RateLimiter(ExponentialBackoff(Backoff(0.005, 1000.0)), TokenBucket(OPTIONS.qps, OPTIONS.burst, clock))
-    system = ActorSystem(reconcile, max_concurrent=4, limiter=limiter, idle_timeout=60.0, clock=clock)
+    system = actor_system(reconcile, clock, max_concurrent=4, limiter=limiter, idle_timeout=60.0)
     async with system_running(system):
         system.notify("ns/a")
         end = clock.now() + 30.0
