@@ -168,6 +168,15 @@ class ActorSystem:
         """Keys with a scheduled run and no actor (waiting in the timer heap)."""
         return len(self._parked)
 
+    def next_run(self, key: str) -> float | None:
+        """When `key` runs next by itself, on the system's clock: now when it is waiting or
+        running, a requeue's or a backoff's time, or None when only an event would run it. (That a
+        retry is or is not scheduled, without waiting to see one.)"""
+        actor = self._actors.get(key)
+        if key in self._urgent or key in self._backlog or (actor is not None and (actor.pending or actor.running)):
+            return self._clock.now()
+        return actor.due if actor is not None else self._parked.get(key)
+
     # -- lifecycle ------------------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

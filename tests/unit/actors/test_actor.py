@@ -446,3 +446,34 @@ async def test_a_take_back_that_keeps_recurring_backs_off_through_the_quiet_pass
     # take-backs and as many quiet passes, not one per edit (600).
     assert len(runs) <= 2 * 14, len(runs)
     assert system.stats.failures == 0  # a take-back is no failure
+
+
+async def test_next_run_says_when_a_key_runs_by_itself_without_waiting_to_see() -> None:
+    clock = FakeClock()
+    outcomes = {
+        "ns/requeued": Action(requeue_after=30.0),
+        "ns/failing": Action(failed=True),
+        "ns/refused": Action(terminal=True),
+        "ns/done": Action(),
+    }
+    runs: list[str] = []
+
+    async def reconcile(key: str) -> Action:
+        runs.append(key)
+        return outcomes[key]
+
+    limiter = RateLimiter(ExponentialBackoff(Backoff(10.0, OPTIONS.backoff_cap)), TokenBucket(1000, 1000, clock))
+    system = actor_system(reconcile, clock, limiter=limiter, idle_timeout=5.0)
+    async with system_running(system):
+        assert system.next_run("ns/done") is None
+        for key in outcomes:
+            system.notify(key)
+            assert system.next_run(key) == clock.now()  # waiting to run
+        await clock.until(lambda: len(runs) == len(outcomes))
+        await clock.settle()
+        started = clock.now()
+        expected = {"ns/requeued": started + 30.0, "ns/failing": started + 10.0, "ns/refused": None, "ns/done": None}
+        assert {key: system.next_run(key) for key in outcomes} == expected  # held by live actors
+        await clock.advance(6.0)  # past the idle timeout: the scheduled runs are parked
+        assert system.parked == 2
+        assert {key: system.next_run(key) for key in outcomes} == expected
