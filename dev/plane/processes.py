@@ -30,9 +30,10 @@ _PR_SET_PDEATHSIG = 1
 # Every program the harness runs is a Go program (etcd, kube-apiserver, the controllers, kubelet,
 # containerd, KServe's, kwok, Jaeger, Prometheus), and Go's default collector (GOGC=100) costs them
 # much of their CPU: a kube-apiserver installing the 34 CRDs spent a third of it collecting (pprof),
-# and with GOGC=400 its start and install took 25 CPU-seconds instead of 37 (and 11 s instead of 15).
-# Test and dev clusters have the memory to spare; GOMEMLIMIT bounds what the larger heap may take.
-# A value set in the environment wins.
+# and with GOGC=400 its start and install took 25 CPU-seconds instead of 37 (and 11 s instead of 15);
+# through the two heaviest integration tests, a quarter to a third less (docs/ci-time.md). Test and
+# dev clusters have the memory to spare; GOMEMLIMIT bounds what the larger heap may take. A value
+# set in the environment wins. (Pods do not inherit it: a container's environment is its spec's.)
 GO_RUNTIME_DEFAULTS = {"GOGC": "400", "GOMEMLIMIT": "3GiB"}
 
 # -- processes --------------------------------------------------------------------------------
