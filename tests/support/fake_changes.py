@@ -1,6 +1,6 @@
 """FakeKube's change history: the resourceVersions it hands out, and what its watches report: from
 a resourceVersion, the changes after it, then each new one as it is made; bookmarks; the server
-ending every watch; 410 Gone from before the last compaction."""
+ending every watch; the last compaction (FakeKube answers a watch from before it 410 Gone)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 
-from actors.client import ApiError
 from actors.interface import KubeObject, Resource
 
 
@@ -33,7 +32,7 @@ class ChangeLog:
     handled_events: int = 0  # watch events the watchers have handled (asked for the next after)
     _changes: list[Change] = field(default_factory=list)
     _seqs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-    _compacted: int = 0
+    compacted: int = 0  # a watch from an older resourceVersion is answered 410 Gone
     _epoch: int = 0  # end_watches() moves it on; a watch of an older epoch returns
     _wake: anyio.Event | None = None  # set (and dropped) at every change
 
@@ -48,8 +47,8 @@ class ChangeLog:
     def compact(self) -> None:
         """Forget the changes made so far, as etcd's compaction does: a watch from any
         resourceVersion handed out until now gets 410 Gone."""
-        self._compacted = self.revision
-        self._changes = [change for change in self._changes if change.revision > self._compacted]
+        self.compacted = self.revision
+        self._changes = [change for change in self._changes if change.revision > self.compacted]
 
     def bookmark(self, resource: Resource) -> None:
         """Send the watches of `resource` a bookmark: the current resourceVersion, no object."""
@@ -64,18 +63,15 @@ class ChangeLog:
     async def watch(
         self, resource: Resource, namespace: str | None, since: int, label_selector: str | None, timeout_seconds: int
     ) -> AsyncIterator[dict[str, Any]]:
-        """The changes after `since`, then each new one as it is made, until `timeout_seconds`
-        pass or `end_watches()`."""
-        if since < self._compacted:
-            message = f"too old resource version: {since} ({self._compacted})"
-            status = {"kind": "Status", "code": 410, "reason": "Expired", "message": message}
-            raise ApiError(410, "Expired", message, status)
+        """The changes after `since` (not before `compacted`), then each new one as it is made,
+        until `timeout_seconds` pass or `end_watches()`."""
+        wanted = selector(label_selector)
         epoch, deadline = self._epoch, anyio.current_time() + timeout_seconds
         pending = [change for change in self._changes if change.revision > since and change.type != "BOOKMARK"]
         seen = self._changes[-1].seq if self._changes else 0
         while True:
             for change in pending:
-                if reported(change, resource, namespace, label_selector):
+                if reported(change, resource, namespace, wanted):
                     yield {"type": change.type, "object": copy.deepcopy(change.object)}
                     self.handled_events += 1  # the watcher asks for the next: done with this one
             with anyio.move_on_after(deadline - anyio.current_time()) as timer:
@@ -105,11 +101,12 @@ def labelled(obj: KubeObject, wanted: dict[str, str]) -> bool:
     return wanted.items() <= (obj["metadata"].get("labels") or {}).items()
 
 
-def reported(change: Change, resource: Resource, namespace: str | None, label_selector: str | None) -> bool:
-    """Whether a watch of `resource` in `namespace` with `label_selector` reports `change`."""
+def reported(change: Change, resource: Resource, namespace: str | None, wanted: dict[str, str]) -> bool:
+    """Whether a watch of `resource` in `namespace` whose label selector wants `wanted` reports
+    `change`."""
     if change.resource != resource:
         return False
     if change.type == "BOOKMARK":
         return True
     in_namespace = namespace is None or change.object["metadata"].get("namespace") == namespace
-    return in_namespace and labelled(change.object, selector(label_selector))
+    return in_namespace and labelled(change.object, wanted)

@@ -145,7 +145,10 @@ class FakeKube:
         """The changes after `resource_version`, then each new one as it is made, until
         `timeout_seconds` pass or `end_watches()`."""
         self._request("watch", res, namespace, None)
-        async for event in self.changes.watch(res, namespace, int(resource_version), label_selector, timeout_seconds):
+        since = int(resource_version)
+        if since < self.changes.compacted:
+            raise api_error(410, "Expired", f"too old resource version: {since} ({self.changes.compacted})")
+        async for event in self.changes.watch(res, namespace, since, label_selector, timeout_seconds):
             yield event
 
     async def create(self, res: Resource, obj: KubeObject, *, field_manager: str | None = None) -> KubeObject:
