@@ -52,13 +52,13 @@ venv: $(STAMP)
 binaries:
 	dev/build-controlplane.sh controlplane
 
-## kserve-binaries: KServe's manager and llmisvc, kwok, kube-scheduler (built once, cached; cold ~9 min)
+## kserve-binaries: KServe's manager and llmisvc, kwok, kube-scheduler (built once, cached; cold ~5 min)
 kserve-binaries: binaries
 	dev/build-controlplane.sh scheduler >/dev/null
 	dev/build-controlplane.sh kwok >/dev/null
 	dev/build-controlplane.sh kserve >/dev/null
 
-## observability-tools: Jaeger v2, prometheus and promtool (built once, cached; cold ~5 + ~4 min)
+## observability-tools: Jaeger v2, prometheus and promtool (built once, cached; cold ~5 + ~1 min after kwok)
 observability-tools:
 	dev/build-controlplane.sh jaeger >/dev/null
 	dev/build-controlplane.sh prometheus >/dev/null

@@ -7,18 +7,19 @@
 # with ./staging paths; replace directives of a dependency are ignored, so we pin each staging
 # module to its published v0.X.Y in our own go.mod.
 #
-# KServe's controllers need a wrapper module too: its go.mod replaces controller-runtime, k8s.io/*
-# and a few others, and those directives only count in the main module, so ours copies them.
+# KServe's controllers and helm are built in the same wrapper module (see MODULE_DIR): KServe's
+# go.mod replaces controller-runtime, grpc and a few others, and those directives only count in the
+# main module, so ours copies them.
 #
 # Usage: dev/build-controlplane.sh [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|tilt-web|jaeger|prometheus|k8s-source|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, kube-scheduler, etcd
-#   node          kubelet, kube-scheduler, kube-proxy, kubectl (same wrapper module and version)
+#   node          kubelet, kube-scheduler, kube-proxy, kubectl (the same wrapper module)
 #   kubectl       kubectl alone (the Tiltfile's no-root `process` target)
 #   scheduler     kube-scheduler alone (for kwok's fake nodes)
 #   kserve        KServe's manager (InferenceService) and llmisvc (LLMInferenceService) controllers,
 #                 plus KServe's config/ (ConfigMap, ClusterServingRuntimes) from the same module
 #   kwok          kwok (fake nodes and pods) and its Stage definitions
-#   helm          helm
+#   helm          helm (the same wrapper module)
 #   tilt          tilt with its web UI (a wrapper module too, see build_tilt)
 #   tilt-web      only tilt's web UI (prints nothing; `tilt` then compiles it in)
 #   jaeger        Jaeger v2 (OTLP in, query API out; a wrapper module too, see build_jaeger)
@@ -67,74 +68,108 @@ timed() {
 # One top-level field of the JSON document on stdin (go mod download -json, go mod edit -json).
 json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
-# The wrapper module, pinned to K8S_VERSION (idempotent; the caller holds the lock).
-prepare_k8s_module() {
+# One wrapper module for every tool built on Kubernetes 0.34's libraries: k8s.io/kubernetes (the
+# control plane's and the node's commands), etcd, KServe's controllers and helm. In one module graph
+# the packages they share compile once (k8s.io/api, client-go, apimachinery, apiserver, ...: 42 MB
+# of KServe's 71 MB of Go source, 36 of helm's 40): from empty caches on 2 cores, all ten commands
+# took 1531 CPU-seconds where the three modules they were built from took about 1930
+# (docs/ci-time.md). Go picks for each dependency the highest version any of them requires; the
+# staging modules stay at the control plane's patch level (KServe asks for 0.34.3-0.34.5, helm for
+# 0.34.0) and KServe's other replace directives (grpc, controller-runtime, ...) hold for all.
+MODULE_DIR="$CACHE/k8s-$K8S_VERSION-kserve-$KSERVE_VERSION-helm-$HELM_VERSION"
+
+# The wrapper module (idempotent; the caller holds the lock).
+prepare_module() {
   local work="$1"
   mkdir -p "$work/bin"
   cd "$work"
   [[ -f .prepared ]] && return
-  need go "the Kubernetes binaries"
+  need go "the Kubernetes binaries, KServe's controllers and helm"
+  need python3 "the Kubernetes binaries, KServe's controllers and helm"
   [[ -f go.mod ]] || go mod init local.invalid/k8sbin >&2
   # Kubernetes 1.34 declares go 1.24.0; keep its GODEBUG defaults.
   go mod edit -go=1.24.0
-  log "downloading k8s.io/kubernetes@v$K8S_VERSION module (first run: several hundred MB)"
+  log "downloading k8s.io/kubernetes@v$K8S_VERSION, github.com/kserve/kserve@$KSERVE_VERSION and helm $HELM_VERSION (first run: several hundred MB)"
   local gomod
-  gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" |
-    json_field GoMod)
-  local staging
+  gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | json_field GoMod)
+  local staging module
   staging=$(grep -oE 'k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | cut -d' ' -f1)
   for module in $staging; do
     go mod edit -replace="$module=$module@v$STAGING_VERSION"
   done
+  # KServe's replace directives, each exactly as its go.mod states it, but for the staging modules
+  # pinned above.
+  gomod=$(go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION" | json_field GoMod)
+  local replace
+  while read -r replace; do
+    grep -qxF "${replace%%=*}" <<<"$staging" || go mod edit -replace="$replace"
+  done < <(go mod edit -json "$gomod" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    old, new = r["Old"], r["New"]
+    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
+    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
+    print(f"{lhs}={rhs}")')
   log "resolving dependencies"
   go get "k8s.io/kubernetes@v$K8S_VERSION" >&2
   # etcd at the version Kubernetes itself selects, so client and server agree.
   local etcd_version
   etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-  go get "go.etcd.io/etcd/server/v3@$etcd_version" >&2
+  go get "go.etcd.io/etcd/server/v3@$etcd_version" "github.com/kserve/kserve@$KSERVE_VERSION" \
+    "helm.sh/helm/v3@$HELM_VERSION" >&2
   # No `go mod tidy`: `go build -mod=mod` resolves the same versions for what it builds, and tidy
   # would download every module any package needs under any build tag or test (KServe's: 1.1 GB
   # and three minutes more, docs/ci-time.md).
   touch .prepared
 }
 
-# Builds each named k8s.io/kubernetes command into $bin unless present; renames only after all
-# built, so an interrupted build never looks cached.
-build_k8s_commands() { # work-dir command...
+# The package each command is built from.
+package_of() {
+  case "$1" in
+    etcd) echo go.etcd.io/etcd/server/v3 ;;
+    manager | llmisvc) echo "github.com/kserve/kserve/cmd/$1" ;;
+    helm) echo helm.sh/helm/v3/cmd/helm ;;
+    *) echo "k8s.io/kubernetes/cmd/$1" ;;
+  esac
+}
+
+# Builds each named command into $bin unless present; renames only after all built, so an
+# interrupted build never looks cached.
+build_commands() { # work-dir command...
   local work="$1"
   shift
   local bin="$work/bin" missing=() name
   for name in "$@"; do [[ -x "$bin/$name" ]] || missing+=("$name"); done
   if ((${#missing[@]} == 0)); then
-    log "$* $K8S_VERSION cached in $bin"
+    log "$* cached in $bin"
     return
   fi
-  prepare_k8s_module "$work"
+  prepare_module "$work"
   local minor="${K8S_VERSION#1.}"
   minor="${minor%%.*}"
+  # The versions each program reports, as their releases set them (a -X naming a package a binary
+  # does not link is ignored); helm's Kubernetes version is the default of `helm template`.
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION \
 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
--X k8s.io/component-base/version.gitTreeState=clean"
+-X k8s.io/component-base/version.gitTreeState=clean -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
+-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
   # One `go build` for all of them: a command's link (single-threaded, up to a minute) runs beside
   # the next one's compiles instead of after them. etcd's binary comes out named `server` (its
-  # package is go.etcd.io/etcd/server/v3); the version variables -X sets are k8s.io's, which
-  # etcd's link ignores.
+  # package is go.etcd.io/etcd/server/v3).
   local packages=() out="$work/bin.tmp"
-  for name in "${missing[@]}"; do
-    if [[ "$name" == etcd ]]; then packages+=(go.etcd.io/etcd/server/v3); else packages+=("k8s.io/kubernetes/cmd/$name"); fi
-  done
-  log "compiling ${missing[*]} $K8S_VERSION (cold: ~11 min for the control plane's four on 2 cores)"
+  for name in "${missing[@]}"; do packages+=("$(package_of "$name")"); done
+  log "compiling ${missing[*]} (cold on 2 cores: the control plane's four ~11 min, KServe's two ~3 more)"
   rm -rf "$out"
   mkdir -p "$out"
   timed "${missing[*]}" go build -p "$(nproc)" -trimpath -ldflags "$ldflags" -o "$out/" "${packages[@]}"
   [[ ! -e "$out/server" ]] || mv "$out/server" "$out/etcd"
   for name in "${missing[@]}"; do mv "$out/$name" "$bin/$name"; done
   rmdir "$out"
-  if [[ "${missing[0]}" == kubectl ]]; then
-    "$bin/kubectl" version --client >&2
-  else
-    "$bin/${missing[0]}" --version >&2
-  fi
+  case "${missing[0]}" in
+    kubectl) "$bin/kubectl" version --client >&2 ;;
+    helm) "$bin/helm" version >&2 ;;
+    kube-* | etcd) "$bin/${missing[0]}" --version >&2 ;;
+  esac
 }
 
 # One build at a time per cache directory: helpers, tests and CI may call this concurrently.
@@ -148,80 +183,37 @@ with_lock() { # dir command...
   ) 9>"$dir/.lock"
 }
 
-# The Kubernetes commands named, built unless every one is there. build_k8s_commands renames
-# binaries into place only once all are built, so one that is there is whole and the check needs no
-# lock: a test asking for the control plane is not held up for minutes while `make e2e` or
-# `make demo-cluster` builds the node's commands under that lock.
-k8s_commands() { # command...
-  local work="$CACHE/k8s-$K8S_VERSION" name
+# The commands named, built unless every one is there. build_commands renames binaries into place
+# only once all are built, so one that is there is whole and the check needs no lock: a test asking
+# for the control plane is not held up for minutes while `make e2e` or `make demo-cluster` builds
+# the node's commands under that lock.
+module_commands() { # command...
+  local name
   for name in "$@"; do
-    if [[ ! -x "$work/bin/$name" ]]; then
-      with_lock "$work" build_k8s_commands "$work" "$@"
-      echo "$work/bin"
+    if [[ ! -x "$MODULE_DIR/bin/$name" ]]; then
+      with_lock "$MODULE_DIR" build_commands "$MODULE_DIR" "$@"
+      echo "$MODULE_DIR/bin"
       return
     fi
   done
-  log "$* $K8S_VERSION cached in $work/bin"
-  echo "$work/bin"
+  log "$* cached in $MODULE_DIR/bin"
+  echo "$MODULE_DIR/bin"
 }
 
 # The scheduler too: kwok's fake nodes and the real node both need it, and building it in the same
 # `go build` as the others costs less than on its own.
-build_controlplane() { k8s_commands kube-apiserver kube-controller-manager kube-scheduler etcd; }
+build_controlplane() { module_commands kube-apiserver kube-controller-manager kube-scheduler etcd; }
 
 # The node components of the node-mode cluster (and the scheduler for fake kwok nodes), and the
 # kubectl its users and end-to-end tests drive it with.
-build_node() { k8s_commands kubelet kube-scheduler kube-proxy kubectl; }
+build_node() { module_commands kubelet kube-scheduler kube-proxy kubectl; }
 
-# The KServe wrapper module (idempotent; the caller holds the lock).
-prepare_kserve_module() {
+# KServe's config/ from the module its controllers were built from, beside their directory (the
+# harness installs its ConfigMap defaults and ClusterServingRuntimes); renamed into place whole.
+copy_kserve_config() { # work-dir
   local work="$1"
-  mkdir -p "$work/bin"
-  cd "$work"
-  [[ -f .prepared ]] && return
-  need go "the KServe controllers"
-  need python3 "the KServe controllers"
-  [[ -f go.mod ]] || go mod init local.invalid/kservebin >&2
-  log "downloading github.com/kserve/kserve@$KSERVE_VERSION module"
-  local info
-  info=$(go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION")
-  local gomod
-  gomod=$(json_field GoMod <<<"$info")
-  go mod edit -go="$(go mod edit -json "$gomod" | json_field Go)"
-  # KServe's replace directives, each exactly as its go.mod states it.
-  local replace
-  while read -r replace; do
-    go mod edit -replace="$replace"
-  done < <(go mod edit -json "$gomod" | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("Replace") or []:
-    old, new = r["Old"], r["New"]
-    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
-    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
-    print(f"{lhs}={rhs}")')
-  log "resolving dependencies"
-  go get "github.com/kserve/kserve@$KSERVE_VERSION" >&2
-  # No `go mod tidy` (see prepare_k8s_module): the same build graph, without three minutes of
-  # downloads the build never reads.
-  touch .prepared
-}
-
-# manager and llmisvc, and KServe's config/ copied beside them (the harness installs its
-# ConfigMap defaults and ClusterServingRuntimes). Renamed into place only after all are built.
-build_kserve_commands() { # work-dir
-  local work="$1" bin="$1/bin"
-  if [[ -x "$bin/manager" && -x "$bin/llmisvc" && -d "$work/config" ]]; then
-    log "kserve manager, llmisvc $KSERVE_VERSION cached in $bin"
-    return
-  fi
-  prepare_kserve_module "$work"
-  # One `go build` for both (links beside compiles), into a directory renamed into place after.
-  log "compiling kserve manager, llmisvc $KSERVE_VERSION (cold: ~4 min on 2 cores)"
-  rm -rf "$work/bin.tmp"
-  timed "kserve manager, llmisvc" go build -p "$(nproc)" -trimpath -ldflags "-s -w" -o "$work/bin.tmp/" \
-    github.com/kserve/kserve/cmd/manager github.com/kserve/kserve/cmd/llmisvc
-  mv "$work/bin.tmp/manager" "$work/bin.tmp/llmisvc" "$bin/"
-  rmdir "$work/bin.tmp"
+  [[ -d "$work/config" ]] && return
+  prepare_module "$work"
   local source
   source=$(go list -m -f '{{.Dir}}' github.com/kserve/kserve)
   rm -rf "$work/config.tmp"
@@ -230,57 +222,19 @@ build_kserve_commands() { # work-dir
   mv "$work/config.tmp" "$work/config"
 }
 
+# manager and llmisvc, and KServe's config/ beside them.
 build_kserve() {
-  local work="$CACHE/kserve-$KSERVE_VERSION"
-  with_lock "$work" build_kserve_commands "$work"
-  echo "$work/bin"
-}
-
-# kwok's Stage definitions (kustomize/stage/) are copied beside the binary: the harness passes
-# them with --config.
-install_kwok() { # bin
-  local bin="$1"
-  if [[ -x "$bin/kwok" && -d "$bin/stage" ]]; then
-    log "kwok $KWOK_VERSION cached in $bin"
-    return
-  fi
-  need go "kwok"
-  log "building kwok $KWOK_VERSION from sigs.k8s.io/kwok/cmd/kwok"
-  GOBIN="$bin" timed kwok go install -trimpath "${UNOPTIMISED[@]}" -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
-  local source
-  source=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | json_field Dir)
-  rm -rf "$bin/stage.tmp"
-  cp -r "$source/kustomize/stage" "$bin/stage.tmp"
-  chmod -R u+w "$bin/stage.tmp"
-  mv "$bin/stage.tmp" "$bin/stage"
-}
-
-build_kwok() {
-  local bin="$CACHE/tools/kwok-$KWOK_VERSION"
-  with_lock "$bin" install_kwok "$bin"
+  local bin
+  bin=$(module_commands manager llmisvc)
+  [[ -d "$MODULE_DIR/config" ]] || with_lock "$MODULE_DIR" copy_kserve_config "$MODULE_DIR"
   echo "$bin"
 }
 
-build_scheduler() { k8s_commands kube-scheduler; }
+build_helm() { module_commands helm; }
 
-build_kubectl() { k8s_commands kubectl; }
+build_scheduler() { module_commands kube-scheduler; }
 
-install_tool() { # name module version bin
-  local name="$1" module="$2" version="$3" bin="$4"
-  if [[ -x "$bin/$name" ]]; then
-    log "$name $version cached in $bin"
-    return
-  fi
-  need go "$name"
-  log "building $name $version from $module"
-  GOBIN="$bin" timed "$name" go install -trimpath -ldflags "-s -w" "$module@$version" >&2
-}
-
-build_tool() { # name module version
-  local bin="$CACHE/tools/$1-$3"
-  with_lock "$bin" install_tool "$@" "$bin"
-  echo "$bin"
-}
+build_kubectl() { module_commands kubectl; }
 
 # Tilt's go.mod has replace directives (go-restful v3.9.0, pkg/browser from tilt-dev's fork) that
 # `go install module@version` refuses, and a dependency's replaces are ignored: the wrapper module
@@ -313,7 +267,7 @@ for r in json.load(sys.stdin).get("Replace") or []:
   cp -r "$dir" src
   chmod -R u+w src
   go mod edit -require="github.com/tilt-dev/tilt@$TILT_VERSION" -replace=github.com/tilt-dev/tilt=./src
-  # No `go mod tidy` (see prepare_k8s_module): the compile resolves what it builds.
+  # No `go mod tidy` (see prepare_module): the compile resolves what it builds.
   touch .prepared
 }
 
@@ -414,7 +368,7 @@ for r in json.load(sys.stdin).get("Replace") or []:
     print(f"{lhs}={rhs}")')
   log "resolving jaeger $JAEGER_VERSION's dependencies"
   go get "github.com/jaegertracing/jaeger@$JAEGER_VERSION" >&2
-  # No `go mod tidy` (see prepare_k8s_module).
+  # No `go mod tidy` (see prepare_module).
   touch .prepared
 }
 
@@ -440,38 +394,92 @@ build_jaeger() {
   echo "$work/bin"
 }
 
-# prometheus and promtool from the same module (no replace directives: `go install` takes them).
-# Built without the `builtinassets` tag: the web UI's sources are in the module (web/ui, a pnpm
-# workspace) but not their build, so the HTTP API answers and the UI's pages do not. With
-# `remove_all_sd`: no cloud service discovery (AWS, Azure, GCE, ... SDKs, most of the build); the
-# tests and the dev loop scrape static targets.
-install_prometheus() { # bin
-  local bin="$1" name missing=()
-  for name in promtool prometheus; do [[ -x "$bin/$name" ]] || missing+=("$name"); done
-  if ((${#missing[@]} == 0)); then
+# kwok and Prometheus from one wrapper module (neither has replace directives): the Kubernetes
+# libraries kwok's fake nodes need (0.36) and promtool's kubernetes service discovery needs (0.37),
+# and most else they use, compile once. From empty caches on 2 cores: 424 CPU-seconds for kwok,
+# prometheus and promtool, against 638 built from their own modules (docs/ci-time.md); Go picks
+# for kwok the 0.37 client libraries Prometheus asks for. Both are compiled without optimisation
+# (above) and with `remove_all_sd`: Prometheus without cloud service discovery (AWS, Azure, GCE, ...
+# SDKs, most of its build; the tests and the dev loop scrape static targets), a tag kwok ignores,
+# set for both so that what they share is compiled alike. Prometheus without the `builtinassets`
+# tag: the web UI's sources are in the module (web/ui, a pnpm workspace) but not their build, so
+# the HTTP API answers and the UI's pages do not.
+KWOK_PROMETHEUS_DIR="$CACHE/kwok-$KWOK_VERSION-prometheus-$PROMETHEUS_VERSION"
+
+prepare_kwok_prometheus_module() { # work-dir
+  local work="$1"
+  mkdir -p "$work"
+  cd "$work"
+  [[ -f .prepared ]] && return
+  need go "kwok and prometheus"
+  rm -f go.mod go.sum
+  go mod init local.invalid/kwokprometheus >&2
+  log "resolving kwok $KWOK_VERSION's and prometheus $PROMETHEUS_VERSION's dependencies"
+  go get "sigs.k8s.io/kwok@$KWOK_VERSION" "github.com/prometheus/prometheus@$PROMETHEUS_VERSION" >&2
+  # No `go mod tidy` (see prepare_module).
+  touch .prepared
+}
+
+# Usage: build_from_kwok_prometheus WORK OUT-DIR LDFLAGS PACKAGE...: the packages' commands into
+# OUT-DIR (renamed into place after all are built).
+build_from_kwok_prometheus() {
+  local work="$1" out="$2" ldflags="$3"
+  shift 3
+  prepare_kwok_prometheus_module "$work"
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp"
+  local names=("${@##*/}")
+  log "compiling ${names[*]} (kwok $KWOK_VERSION, prometheus $PROMETHEUS_VERSION; cold: ~4 min on 2 cores)"
+  (cd "$work" && timed "${names[*]}" go build -p "$(nproc)" -trimpath "${UNOPTIMISED[@]}" -tags remove_all_sd \
+    -ldflags "$ldflags" -o "$out.tmp/" "$@")
+}
+
+# kwok, and its Stage definitions (kustomize/stage/) beside the binary: the harness passes them with
+# --config.
+install_kwok() { # work-dir
+  local work="$1" bin="$1/kwok"
+  if [[ -x "$bin/kwok" && -d "$bin/stage" ]]; then
+    log "kwok $KWOK_VERSION cached in $bin"
+    return
+  fi
+  build_from_kwok_prometheus "$work" "$bin" "-s -w" sigs.k8s.io/kwok/cmd/kwok
+  local source
+  source=$(cd "$work" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  cp -r "$source/kustomize/stage" "$bin.tmp/stage"
+  chmod -R u+w "$bin.tmp/stage"
+  rm -rf "$bin"
+  mv "$bin.tmp" "$bin"
+}
+
+build_kwok() {
+  with_lock "$KWOK_PROMETHEUS_DIR" install_kwok "$KWOK_PROMETHEUS_DIR"
+  echo "$KWOK_PROMETHEUS_DIR/kwok"
+}
+
+install_prometheus() { # work-dir
+  local work="$1" bin="$1/prometheus"
+  if [[ -x "$bin/prometheus" && -x "$bin/promtool" ]]; then
     log "prometheus, promtool $PROMETHEUS_VERSION cached in $bin"
     return
   fi
-  need go "prometheus"
-  local common=github.com/prometheus/common/version packages=()
-  for name in "${missing[@]}"; do packages+=("github.com/prometheus/prometheus/cmd/$name@$PROMETHEUS_VERSION"); done
-  # One `go install` for both (the second one's link beside the first one's compiles).
-  log "building ${missing[*]} $PROMETHEUS_VERSION from github.com/prometheus/prometheus (cold: ~4 min on 2 cores)"
-  GOBIN="$bin" timed "${missing[*]}" go install -trimpath "${UNOPTIMISED[@]}" -tags remove_all_sd \
-    -ldflags "-s -w -X $common.Version=${PROMETHEUS_VERSION#v} -X $common.Branch=HEAD" "${packages[@]}" >&2
+  local common=github.com/prometheus/common/version
+  build_from_kwok_prometheus "$work" "$bin" \
+    "-s -w -X $common.Version=${PROMETHEUS_VERSION#v} -X $common.Branch=HEAD" \
+    github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+  rm -rf "$bin"
+  mv "$bin.tmp" "$bin"
 }
 
 build_prometheus() {
-  local bin="$CACHE/tools/prometheus-$PROMETHEUS_VERSION-static-sd"
-  with_lock "$bin" install_prometheus "$bin"
-  echo "$bin"
+  with_lock "$KWOK_PROMETHEUS_DIR" install_prometheus "$KWOK_PROMETHEUS_DIR"
+  echo "$KWOK_PROMETHEUS_DIR/prometheus"
 }
 
 case "${1:-controlplane}" in
   controlplane) build_controlplane ;;
   node) build_node ;;
   kubectl) build_kubectl ;;
-  helm) build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+  helm) build_helm ;;
   tilt) build_tilt ;;
   scheduler) build_scheduler ;;
   kserve) build_kserve ;;
@@ -485,7 +493,7 @@ case "${1:-controlplane}" in
     build_node
     build_kserve
     build_kwok
-    build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+    build_helm
     build_tilt
     build_jaeger
     build_prometheus
