@@ -68,6 +68,18 @@ timed() {
 # One top-level field of the JSON document on stdin (go mod download -json, go mod edit -json).
 json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
+# A go.mod's replace directives, one `old[@version]=new[@version]` per line, as `go mod edit
+# -replace` takes them: a wrapper module copies them, since only the main module's count.
+replace_directives() { # go.mod
+  go mod edit -json "$1" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    old, new = r["Old"], r["New"]
+    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
+    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
+    print(f"{lhs}={rhs}")'
+}
+
 # One wrapper module for every tool built on Kubernetes 0.34's libraries: k8s.io/kubernetes (the
 # control plane's and the node's commands), etcd, KServe's controllers and helm. In one module graph
 # the packages they share compile once (k8s.io/api, client-go, apimachinery, apiserver, ...: 42 MB
@@ -103,13 +115,7 @@ prepare_module() {
   local replace
   while read -r replace; do
     grep -qxF "${replace%%=*}" <<<"$staging" || go mod edit -replace="$replace"
-  done < <(go mod edit -json "$gomod" | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("Replace") or []:
-    old, new = r["Old"], r["New"]
-    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
-    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
-    print(f"{lhs}={rhs}")')
+  done < <(replace_directives "$gomod")
   log "resolving dependencies"
   go get "k8s.io/kubernetes@v$K8S_VERSION" >&2
   # etcd at the version Kubernetes itself selects, so client and server agree.
@@ -252,18 +258,13 @@ prepare_tilt_module() { # work-dir
   go mod init local.invalid/tiltbin >&2
   local info gomod dir
   info=$(go mod download -json "github.com/tilt-dev/tilt@$TILT_VERSION")
-  gomod=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$info")
-  dir=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$info")
-  go mod edit -go="$(go mod edit -json "$gomod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
+  gomod=$(json_field GoMod <<<"$info")
+  dir=$(json_field Dir <<<"$info")
+  go mod edit -go="$(go mod edit -json "$gomod" | json_field Go)"
   local replace
-  for replace in $(go mod edit -json "$gomod" | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("Replace") or []:
-    old, new = r["Old"], r["New"]
-    print(old["Path"] + ("@" + old["Version"] if old.get("Version") else "") + "=" + new["Path"] + "@" + new["Version"])
-'); do
+  while read -r replace; do
     go mod edit -replace="$replace"
-  done
+  done < <(replace_directives "$gomod")
   cp -r "$dir" src
   chmod -R u+w src
   go mod edit -require="github.com/tilt-dev/tilt@$TILT_VERSION" -replace=github.com/tilt-dev/tilt=./src
@@ -359,13 +360,7 @@ prepare_jaeger_module() { # work-dir
   local replace
   while read -r replace; do
     go mod edit -replace="$replace"
-  done < <(go mod edit -json "$gomod" | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("Replace") or []:
-    old, new = r["Old"], r["New"]
-    lhs = old["Path"] + ("@" + old["Version"] if old.get("Version") else "")
-    rhs = new["Path"] + ("@" + new["Version"] if new.get("Version") else "")
-    print(f"{lhs}={rhs}")')
+  done < <(replace_directives "$gomod")
   log "resolving jaeger $JAEGER_VERSION's dependencies"
   go get "github.com/jaegertracing/jaeger@$JAEGER_VERSION" >&2
   # No `go mod tidy` (see prepare_module).
