@@ -13,7 +13,7 @@
 #
 # Usage: dev/build-controlplane.sh [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|tilt-web|jaeger|prometheus|k8s-source|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, kube-scheduler, etcd
-#   node          kubelet, kube-scheduler, kube-proxy, kubectl (the same wrapper module)
+#   node          kubelet, kube-scheduler, kube-proxy, kubectl, metrics-server (the same wrapper module)
 #   kubectl       kubectl alone (the Tiltfile's no-root `process` target)
 #   scheduler     kube-scheduler alone (for kwok's fake nodes)
 #   kserve        KServe's manager (InferenceService) and llmisvc (LLMInferenceService) controllers,
@@ -34,6 +34,9 @@ HELM_VERSION="${HELM_VERSION:-v3.19.0}"
 TILT_VERSION="${TILT_VERSION:-v0.37.5}"
 KSERVE_VERSION="${KSERVE_VERSION:-v0.20.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# v0.8.0: the newest approved release this Go (1.26.8) builds (v0.9.1 needs Go 1.26.10); on Kubernetes
+# 0.33 libraries, it builds in the control plane's module against 0.34 (27 CPU-seconds there).
+METRICS_SERVER_VERSION="${METRICS_SERVER_VERSION:-v0.8.0}"
 JAEGER_VERSION="${JAEGER_VERSION:-v1.75.0}"
 PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 CACHE="${PROVIDER_KSERVE_CACHE:-$HOME/.cache/provider-kserve}"
@@ -88,7 +91,7 @@ for r in json.load(sys.stdin).get("Replace") or []:
 # (docs/ci-time.md). Go picks for each dependency the highest version any of them requires; the
 # staging modules stay at the control plane's patch level (KServe asks for 0.34.3-0.34.5, helm for
 # 0.34.0) and KServe's other replace directives (grpc, controller-runtime, ...) hold for all.
-MODULE_DIR="$CACHE/k8s-$K8S_VERSION-kserve-$KSERVE_VERSION-helm-$HELM_VERSION"
+MODULE_DIR="$CACHE/k8s-$K8S_VERSION-kserve-$KSERVE_VERSION-helm-$HELM_VERSION-metrics-server-$METRICS_SERVER_VERSION"
 
 # The wrapper module (idempotent; the caller holds the lock).
 prepare_module() {
@@ -101,7 +104,7 @@ prepare_module() {
   [[ -f go.mod ]] || go mod init local.invalid/k8sbin >&2
   # Kubernetes 1.34 declares go 1.24.0; keep its GODEBUG defaults.
   go mod edit -go=1.24.0
-  log "downloading k8s.io/kubernetes@v$K8S_VERSION, github.com/kserve/kserve@$KSERVE_VERSION and helm $HELM_VERSION (first run: several hundred MB)"
+  log "downloading k8s.io/kubernetes@v$K8S_VERSION, github.com/kserve/kserve@$KSERVE_VERSION, helm $HELM_VERSION and metrics-server $METRICS_SERVER_VERSION (first run: several hundred MB)"
   local gomod
   gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | json_field GoMod)
   local staging module
@@ -122,7 +125,7 @@ prepare_module() {
   local etcd_version
   etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
   go get "go.etcd.io/etcd/server/v3@$etcd_version" "github.com/kserve/kserve@$KSERVE_VERSION" \
-    "helm.sh/helm/v3@$HELM_VERSION" >&2
+    "helm.sh/helm/v3@$HELM_VERSION" "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION" >&2
   # No `go mod tidy`: `go build -mod=mod` resolves the same versions for what it builds, and tidy
   # would download every module any package needs under any build tag or test (KServe's: 1.1 GB
   # and three minutes more, docs/ci-time.md).
@@ -135,6 +138,7 @@ package_of() {
     etcd) echo go.etcd.io/etcd/server/v3 ;;
     manager | llmisvc) echo "github.com/kserve/kserve/cmd/$1" ;;
     helm) echo helm.sh/helm/v3/cmd/helm ;;
+    metrics-server) echo sigs.k8s.io/metrics-server/cmd/metrics-server ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
@@ -210,9 +214,10 @@ module_commands() { # command...
 # `go build` as the others costs less than on its own.
 build_controlplane() { module_commands kube-apiserver kube-controller-manager kube-scheduler etcd; }
 
-# The node components of the node-mode cluster (and the scheduler for fake kwok nodes), and the
-# kubectl its users and end-to-end tests drive it with.
-build_node() { module_commands kubelet kube-scheduler kube-proxy kubectl; }
+# The node components of the node-mode cluster (and the scheduler for fake kwok nodes), the
+# metrics-server that serves its resource metrics to the HPA controller, and the kubectl its users
+# and end-to-end tests drive it with.
+build_node() { module_commands kubelet kube-scheduler kube-proxy kubectl metrics-server; }
 
 # KServe's config/ from the module its controllers were built from, beside their directory (the
 # harness installs its ConfigMap defaults and ClusterServingRuntimes); renamed into place whole.

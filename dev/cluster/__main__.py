@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
         p.add_argument("--keep", action="store_true", help="keep the work dir (logs) after stopping")
         p.add_argument("--kserve", action="store_true", help="also run KServe's controllers against it")
+        p.add_argument("--metrics-server", action="store_true", help="also serve the resource metrics API")
     up.add_argument("--state-dir", type=Path, help="keep the API server's identity here and record the cluster")
     sub.add_parser("cleanup", help="undo the host changes of a cluster whose process died")
     _add_background_commands(sub)
@@ -49,7 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return background.command(args)
         state_dir = getattr(args, "state_dir", None)
         identity = background.identity_dir(state_dir.resolve()) if state_dir else None
-        cluster = NodeCluster(images=tuple(args.image), keep_dir=args.keep, identity_dir=identity)
+        cluster = NodeCluster(
+            images=tuple(args.image),
+            keep_dir=args.keep,
+            identity_dir=identity,
+            metrics_server=getattr(args, "metrics_server", False),
+        )
         asyncio.run(cluster.start())
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster import host, host_record, iptables, mounts_cgroups
+from cluster import host, host_record, iptables, metrics_server, mounts_cgroups
 from cluster.node_config import (
     BRIDGE,
     CGROUP,
@@ -105,6 +105,8 @@ class NodeCluster:
     keep_dir: bool = False
     # The API server's identity kept across starts (ControlPlane.identity_dir), for Tilt.
     identity_dir: Path | None = None
+    # metrics-server and the aggregation layer it is served through (the HPA controller's input).
+    metrics_server: bool = False
     plane: ControlPlane = field(init=False)
     workdir: Path = field(init=False)
     containerd: Containerd = field(init=False)
@@ -143,13 +145,24 @@ class NodeCluster:
                 controllers=("*",),
                 service_account_admission=True,
                 authorization_modes=("Node", "RBAC"),
-                users=dict(USERS),
-                extra_apiserver_args=(*apiserver_kubelet_client_args(self.workdir), *audit_args(self.workdir)),
+                users={**USERS, **({metrics_server.USER: ()} if self.metrics_server else {})},
+                extra_apiserver_args=(
+                    *apiserver_kubelet_client_args(self.workdir),
+                    *audit_args(self.workdir),
+                    *(metrics_server.front_proxy_args(self.workdir) if self.metrics_server else ()),
+                ),
                 identity_dir=self.identity_dir,
             )
             await self.plane.start_with_crds(crd_groups, exclude)
             self._start_node(archives)
             await self._wait_ready()
+            if self.metrics_server:
+                self.timings["metrics_server_ready"] = await metrics_server.start(
+                    self.plane,
+                    Path(self._binary(metrics_server.NAME)),
+                    self._user_kubeconfig(metrics_server.USER),
+                    self.workdir / "pki",
+                )
         except BaseException:
             self.stop()
             raise

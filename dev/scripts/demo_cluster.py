@@ -107,7 +107,8 @@ def main() -> int:
         return 1
     try:
         images = (script_output(IMAGE_SCRIPT, "provider"), script_output(IMAGE_SCRIPT, "vllm-cpu"))
-        cluster = NodeCluster(images=images)
+        # metrics-server too: `kubectl top` answers, and a predictor's range scales with its load.
+        cluster = NodeCluster(images=images, metrics_server=True)
         asyncio.run(cluster.start())
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -65,24 +65,27 @@ def install_chart(node: NodeCluster, *sets: str) -> None:
 
 @contextlib.asynccontextmanager
 async def node_cluster(
-    *images: Path, kserve: bool = False, kserve_in_release_namespace: bool = False
+    *images: Path, kserve: bool = False, kserve_in_release_namespace: bool = False, metrics_server: bool = False
 ) -> AsyncIterator[NodeCluster]:
     """A node-mode cluster with every CRD, the provider image and `images` imported, and with
     `kserve` KServe's real controllers against it (dev/kservestack, out-of-cluster); stopped (host
     restored) on exit. `kserve_in_release_namespace`: the controllers run in the chart's release
     namespace and take their LLM presets from the chart (llmPresets, cpuProfile), as the chart's
-    bundled controllers do, instead of the stack's defaults in `kserve`."""
+    bundled controllers do, instead of the stack's defaults in `kserve`. `metrics_server`: the
+    resource metrics API the HPA controller reads (dev/cluster/metrics_server.py)."""
     if os.geteuid() != 0:
         pytest.fail("the end-to-end tests need root (run `make e2e` as root)", pytrace=False)
     started = time.monotonic()
     image = build_image()
     MEASUREMENTS.setdefault("image_build_seconds", round(time.monotonic() - started, 1))
-    cluster = NodeCluster(images=(image, *images))
+    cluster = NodeCluster(images=(image, *images), metrics_server=metrics_server)
     try:
         await cluster.start()
     except ControlPlaneError as err:
         pytest.fail(f"the node-mode cluster could not start: {err}", pytrace=False)
     MEASUREMENTS.setdefault("cluster_start_seconds", round(cluster.timings["total_start"], 1))
+    if metrics_server:
+        MEASUREMENTS["metrics_server_ready_seconds"] = round(cluster.timings["metrics_server_ready"], 1)
     try:
         if kserve:
             try:

@@ -31,7 +31,9 @@ async def node() -> AsyncIterator[NodeCluster]:
     MEASUREMENTS["vllm_image_build_seconds"] = round(time.monotonic() - started, 1)
     MEASUREMENTS["vllm_image_archive_gib"] = round(vllm.stat().st_size / 2**30, 2)
     modelserver = build_image(target="modelserver")
-    async with node_cluster(modelserver, vllm, kserve=True, kserve_in_release_namespace=True) as cluster:
+    async with node_cluster(
+        modelserver, vllm, kserve=True, kserve_in_release_namespace=True, metrics_server=True
+    ) as cluster:
         MEASUREMENTS["kserve_cluster_images_seconds"] = round(cluster.timings["containerd_and_images"], 1)
         yield cluster
 

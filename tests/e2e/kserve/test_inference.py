@@ -21,6 +21,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -161,17 +162,21 @@ def _runtime() -> dict[str, Any]:
     }
 
 
-def _instance() -> dict[str, Any]:
-    """The trained model, served from the PersistentVolume by the model server's runtime."""
+def _instance(replicas: int | None = None, **parameters: Any) -> dict[str, Any]:
+    """The trained model, served from the PersistentVolume by the model server's runtime (one
+    replica unless `parameters` say otherwise)."""
     return predictor_instance(
         INSTANCE,
         NAMESPACE,
         uid=None,
         parameters=predictor_parameters(
-            storageURI=f"pvc://{CLAIM}/{MODEL_PATH}", runtime=RUNTIME, minReplicas=1, maxReplicas=1
+            storageURI=f"pvc://{CLAIM}/{MODEL_PATH}",
+            runtime=RUNTIME,
+            **{"minReplicas": 1, "maxReplicas": 1, **parameters},
         ),
         component={
-            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+            **({} if replicas is None else {"replicas": replicas}),
+            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
         },
     )
 
@@ -279,3 +284,130 @@ def test_kserve_mounts_the_claim_without_a_storage_initializer(node: NodeCluster
     assert writers == {the_leader(node)["metadata"]["name"]}
     (deployment,) = pod["metadata"]["ownerReferences"]
     assert deployment["kind"] == "ReplicaSet" and deployment["name"].startswith(f"{INSTANCE}-predictor-")
+
+
+# -- scaling with the load (issue 40) ------------------------------------------------------------
+
+HPA = "horizontalpodautoscalers.autoscaling"
+DEPLOYMENT = f"{INSTANCE}-predictor"  # KServe's name for the predictor's Deployment and HPA
+SCALING: dict[str, Any] = {"minReplicas": 1, "maxReplicas": 3, "scaleMetric": "cpu", "scaleTarget": 50}
+
+
+class LoadGenerator:
+    """`clients` threads sending the same predict request in a loop until stopped or `limit`
+    seconds have passed (bounded whatever the test does), counting answers and failures."""
+
+    def __init__(self, address: tuple[str, int], host: str, path: str, body: dict[str, Any], *,
+                 clients: int = 4, limit: float = 900.0) -> None:  # fmt: skip
+        self.address, self.host, self.path, self.body = address, host, path, body
+        self.stop = threading.Event()
+        self.answered = 0
+        self.failures: list[str] = []
+        self._deadline = time.monotonic() + limit
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
+
+    def _run(self) -> None:
+        while not self.stop.is_set() and time.monotonic() < self._deadline:
+            try:
+                status, answer = _post(*self.address, self.host, self.path, self.body)
+            except OSError as err:
+                self.failures.append(f"{type(err).__name__}: {err}")
+                continue
+            if status == 200:
+                self.answered += 1
+            else:
+                self.failures.append(f"{status}: {answer[:200]}")
+
+    def __enter__(self) -> LoadGenerator:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+
+def _hpa(node: NodeCluster) -> dict[str, Any]:
+    return get_json(node, HPA, "-n", NAMESPACE, DEPLOYMENT)
+
+
+def _reads_cpu(node: NodeCluster) -> dict[str, Any] | None:
+    """The HPA KServe made for the range, once it reads the pods' CPU through metrics-server."""
+    hpa = _hpa(node)
+    current = (hpa.get("status") or {}).get("currentMetrics") or []
+    reading = any((m.get("resource") or {}).get("current", {}).get("averageUtilization") is not None for m in current)
+    return hpa if hpa["spec"]["maxReplicas"] == SCALING["maxReplicas"] and reading else None
+
+
+def _ready_pods(node: NodeCluster) -> list[dict[str, Any]]:
+    pods = get_json(node, "pods", "-n", NAMESPACE, "-l", f"serving.kserve.io/inferenceservice={INSTANCE}")["items"]
+    return [
+        p
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+        and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])
+    ]
+
+
+def _components_say(node: NodeCluster, at_least: int) -> dict[str, Any] | None:
+    """The Instance's status.components: the predictor with `at_least` pods, all ready."""
+    status = get_json(node, "instance", "-n", NAMESPACE, INSTANCE).get("status") or {}
+    for component in status.get("components") or []:
+        if component.get("total", 0) >= at_least and component.get("ready") == component.get("total"):
+            return status
+    return None
+
+
+def test_load_scales_the_predictor_out_every_replica_answers_and_it_scales_back_in(
+    node: NodeCluster, served: dict[str, Any], trained: TrainedModel
+) -> None:
+    """A range 1-3 on the pods' CPU (50 % of the 100m they request): KServe makes the HPA,
+    kube-controller-manager's HPA controller reads metrics-server, a load from the host drives the
+    predictor over its target and it scales out; every replica answers; without the load it scales
+    back in (KServe 0.20 copies no scale-down behaviour to the HPA: the default 300 s window)."""
+    _apply(node, _instance(**SCALING))
+    started = time.monotonic()
+    wait_for_sync(functools.partial(_reads_cpu, node), what="the HPA reading the pods' CPU", timeout=300, interval=1)
+    MEASUREMENTS["scaling_hpa_reading_seconds"] = round(time.monotonic() - started, 1)
+    parts = urlsplit(_connection_url(node, served))
+    assert parts.hostname is not None
+    address = _service_address(node, parts.hostname)
+    path = f"{parts.path.rstrip('/')}/v1/models/{INSTANCE}:predict"
+    body = {"instances": trained.features}
+    with LoadGenerator(address, parts.hostname, path, body) as load:
+        loaded = time.monotonic()
+        wait_for_sync(lambda: (_hpa(node).get("status") or {}).get("desiredReplicas", 0) >= 2 or None,
+                      what="the HPA wanting a second replica", timeout=300, interval=1)  # fmt: skip
+        MEASUREMENTS["scaling_load_to_wanted_seconds"] = round(time.monotonic() - loaded, 1)
+        pods = wait_for_sync(lambda: _ready_pods(node) if len(_ready_pods(node)) >= 2 else None,
+                             what="a second ready predictor pod", timeout=600, interval=1)  # fmt: skip
+        MEASUREMENTS["scaling_load_to_second_ready_pod_seconds"] = round(time.monotonic() - loaded, 1)
+        # Every replica answers, each asked directly at its pod IP (the host routes to the bridge).
+        for pod in pods:
+            status, answer = _post(pod["status"]["podIP"], 8080, parts.hostname, path, body)
+            assert (status, json.loads(answer)) == (200, {"predictions": trained.expected}), pod["metadata"]["name"]
+        wait_for_sync(functools.partial(_components_say, node, 2), what="status.components with 2+ ready pods",
+                      timeout=300, interval=1)  # fmt: skip
+    assert load.answered > 0 and not load.failures, f"{load.answered} answered; failures: {load.failures[:5]}"
+    MEASUREMENTS["scaling_requests_answered"] = load.answered
+    events = get_json(node, "events", "-n", NAMESPACE, "--field-selector", f"involvedObject.name={INSTANCE}")
+    assert any(e["reason"] == "Scaled" for e in events["items"]), [e["reason"] for e in events["items"]]
+    unloaded = time.monotonic()
+    wait_for_sync(lambda: (_hpa(node)["status"].get("currentReplicas") == 1 and len(_ready_pods(node)) == 1) or None,
+                  what="the predictor back at one replica", timeout=900, interval=2)  # fmt: skip
+    MEASUREMENTS["scaling_unload_to_one_replica_seconds"] = round(time.monotonic() - unloaded, 1)
+
+
+def test_suspend_and_resume_keep_working_with_a_range(node: NodeCluster, served: dict[str, Any]) -> None:
+    _apply(node, _instance(replicas=0, **SCALING))
+    wait_for_sync(lambda: (_phase(node) == "Suspended" and not _ready_pods(node)) or None,
+                  what="the Instance Suspended without pods", timeout=300, interval=1)  # fmt: skip
+    _apply(node, _instance(**SCALING))
+    wait_for_sync(functools.partial(_ready, node), what="the Instance Ready again", timeout=600, interval=1)
+    assert len(_ready_pods(node)) >= 1
+
+
+def _phase(node: NodeCluster) -> str | None:
+    return (get_json(node, "instance", "-n", NAMESPACE, INSTANCE).get("status") or {}).get("phase")
