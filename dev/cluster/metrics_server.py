@@ -28,8 +28,9 @@ from typing import Final
 
 from actors.client import ApiError, KubeClient, TransportError
 from actors.interface import KubeObject, Resource
-from cluster.node_config import NODE_IP, NODE_NAME
-from plane import ControlPlane, ControlPlaneError, create_or_replace, free_port, openssl
+from cluster.node_config import KUBELET_CLIENT_CA, NODE_IP, NODE_NAME
+from plane import ControlPlane, ControlPlaneError, create_or_replace, free_port
+from plane.pki import make_ca, sign_client
 
 USER: Final = "system:metrics-server"
 NAME: Final = "metrics-server"
@@ -54,36 +55,18 @@ def front_proxy_args(workdir: Path) -> tuple[str, ...]:
     for them (what kubeadm calls front-proxy-ca and front-proxy-client)."""
     pki = workdir / "pki"
     pki.mkdir(parents=True, exist_ok=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl("req", "-x509", *ec, "-keyout", "front-proxy-ca.key", "-out", "front-proxy-ca.crt",
-             "-days", "3650", "-subj", "/CN=provider-kserve-front-proxy-ca", cwd=pki)  # fmt: skip
-    openssl("req", *ec, "-keyout", "front-proxy-client.key", "-out", "front-proxy-client.csr",
-             "-subj", "/CN=front-proxy-client", cwd=pki)  # fmt: skip
-    openssl("x509", "-req", "-in", "front-proxy-client.csr", "-CA", "front-proxy-ca.crt",
-             "-CAkey", "front-proxy-ca.key", "-CAcreateserial", "-days", "3650",
-             "-out", "front-proxy-client.crt", cwd=pki)  # fmt: skip
+    ca = make_ca(pki, "front-proxy-ca", "provider-kserve-front-proxy-ca")
+    certificate, key = sign_client(pki, "front-proxy-ca", "front-proxy-client", "/CN=front-proxy-client")
     return (
-        f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+        f"--requestheader-client-ca-file={ca}",
         "--requestheader-allowed-names=front-proxy-client",
         "--requestheader-username-headers=X-Remote-User",
         "--requestheader-group-headers=X-Remote-Group",
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
-        f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+        f"--proxy-client-cert-file={certificate}",
+        f"--proxy-client-key-file={key}",
         "--enable-aggregator-routing=true",
     )
-
-
-def kubelet_client_certificate(pki: Path) -> tuple[Path, Path]:
-    """A client certificate of the CA the kubelet trusts (made in `pki` by
-    apiserver_kubelet_client_args)."""
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl("req", *ec, "-keyout", "metrics-server-kubelet-client.key", "-out", "metrics-server-kubelet-client.csr",
-             "-subj", f"/CN={USER}", cwd=pki)  # fmt: skip
-    openssl("x509", "-req", "-in", "metrics-server-kubelet-client.csr", "-CA", "kubelet-client-ca.crt",
-             "-CAkey", "kubelet-client-ca.key", "-CAcreateserial", "-days", "3650",
-             "-out", "metrics-server-kubelet-client.crt", cwd=pki)  # fmt: skip
-    return pki / "metrics-server-kubelet-client.crt", pki / "metrics-server-kubelet-client.key"
 
 
 def access_objects() -> list[tuple[Resource, KubeObject]]:
@@ -162,7 +145,8 @@ def registration_objects(port: int) -> list[tuple[Resource, KubeObject]]:
 
 
 def args(binary: Path, workdir: Path, pki: Path, kubeconfig: Path, port: int) -> list[str]:
-    certificate, key = kubelet_client_certificate(pki)
+    # A client certificate of the CA the kubelet trusts (made by apiserver_kubelet_client_args).
+    certificate, key = sign_client(pki, KUBELET_CLIENT_CA, "metrics-server-kubelet-client", f"/CN={USER}")
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",

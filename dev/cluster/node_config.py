@@ -10,13 +10,17 @@ from typing import Any
 
 import yaml
 
-from plane import openssl
+from plane.pki import make_ca, sign_client
 
 NODE_NAME = "local-node"
 BRIDGE = "pkserve0"
 POD_SUBNET = "10.244.0.0/24"
 NODE_IP = "10.244.0.1"
 CGROUP = "provider-kserve-node"
+
+
+# The CA the kubelet takes client certificates of (`<name>.crt`/`.key` in the node's pki/).
+KUBELET_CLIENT_CA = "kubelet-client-ca"
 
 
 def audit_log_path(workdir: Path) -> Path:
@@ -28,17 +32,13 @@ def apiserver_kubelet_client_args(workdir: Path) -> tuple[str, ...]:
     port-forward): the kubelet accepts only that CA's certificates, nothing anonymous."""
     pki = workdir / "pki"
     pki.mkdir(parents=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl("req", "-x509", *ec, "-keyout", "kubelet-client-ca.key", "-out", "kubelet-client-ca.crt",
-             "-days", "3650", "-subj", "/CN=provider-kserve-kubelet-client-ca", cwd=pki)  # fmt: skip
-    openssl("req", *ec, "-keyout", "apiserver-kubelet-client.key", "-out", "apiserver-kubelet-client.csr",
-             "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client", cwd=pki)  # fmt: skip
-    openssl("x509", "-req", "-in", "apiserver-kubelet-client.csr", "-CA", "kubelet-client-ca.crt",
-             "-CAkey", "kubelet-client-ca.key", "-CAcreateserial", "-days", "3650",
-             "-out", "apiserver-kubelet-client.crt", cwd=pki)  # fmt: skip
+    make_ca(pki, KUBELET_CLIENT_CA, "provider-kserve-kubelet-client-ca")
+    certificate, key = sign_client(
+        pki, KUBELET_CLIENT_CA, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client"
+    )
     return (
-        f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-        f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+        f"--kubelet-client-certificate={certificate}",
+        f"--kubelet-client-key={key}",
         "--kubelet-preferred-address-types=InternalIP",
     )
 
@@ -102,7 +102,7 @@ def kubelet_args(workdir: Path, *, port: int, healthz_port: int, runtime_endpoin
         "authentication": {
             "anonymous": {"enabled": False},
             "webhook": {"enabled": False},
-            "x509": {"clientCAFile": str(workdir / "pki" / "kubelet-client-ca.crt")},
+            "x509": {"clientCAFile": str(workdir / "pki" / f"{KUBELET_CLIENT_CA}.crt")},
         },
         "authorization": {"mode": "AlwaysAllow"},
         "containerRuntimeEndpoint": runtime_endpoint,

@@ -16,6 +16,26 @@ def openssl(*args: str, cwd: Path) -> None:
         raise ControlPlaneError(f"openssl {' '.join(args)} failed: {proc.stderr.strip()}")
 
 
+_EC_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+
+
+def make_ca(pki: Path, name: str, common_name: str) -> Path:
+    """A self-signed CA, `<name>.crt` and `<name>.key` in `pki` (a P-256 key, ten years); its
+    certificate's path."""
+    openssl("req", "-x509", *_EC_KEY, "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "3650",
+             "-subj", f"/CN={common_name}", cwd=pki)  # fmt: skip
+    return pki / f"{name}.crt"
+
+
+def sign_client(pki: Path, ca: str, name: str, subject: str) -> tuple[Path, Path]:
+    """A client certificate for `subject` (`/O=.../CN=...`) signed by the CA `ca` of `pki`:
+    `<name>.crt` and `<name>.key`, their paths."""
+    openssl("req", *_EC_KEY, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=pki)
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
+             "-days", "3650", "-out", f"{name}.crt", cwd=pki)  # fmt: skip
+    return pki / f"{name}.crt", pki / f"{name}.key"
+
+
 def make_certs(pki: Path, address: str = "127.0.0.1") -> None:
     """A throwaway CA, an apiserver serving cert for 127.0.0.1/localhost (and `address`), and the
     ServiceAccount signing keypair. P-256 keys: generating them takes milliseconds where RSA takes
@@ -23,10 +43,8 @@ def make_certs(pki: Path, address: str = "127.0.0.1") -> None:
     if shutil.which("openssl") is None:
         raise ControlPlaneError("openssl is required to make the control plane's certificates")
     pki.mkdir(parents=True, exist_ok=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
-             "-subj", "/CN=provider-kserve-local-ca", cwd=pki)  # fmt: skip
-    openssl("req", *ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
+    make_ca(pki, "ca", "provider-kserve-local-ca")
+    openssl("req", *_EC_KEY, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
              cwd=pki)  # fmt: skip
     (pki / "apiserver.ext").write_text(
         f"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
