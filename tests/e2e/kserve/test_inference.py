@@ -42,7 +42,7 @@ from tests.e2e.support import (
     the_leader,
 )
 from tests.support.instances import predictor_instance, predictor_parameters
-from tests.support.waiting import wait_for_sync
+from tests.support.waiting import NotYet, wait_for_sync
 
 NAMESPACE = "inference"
 INSTANCE = "iris"
@@ -351,6 +351,28 @@ def _ready_pods(node: NodeCluster) -> list[dict[str, Any]]:
     ]
 
 
+def _hpa_wants(node: NodeCluster, count: int) -> dict[str, Any] | NotYet:
+    status = _hpa(node).get("status") or {}
+    return status if status.get("desiredReplicas", 0) >= count else NotYet(f"HPA status {status}")
+
+
+def _back_at_one(node: NodeCluster) -> bool | NotYet:
+    current = (_hpa(node).get("status") or {}).get("currentReplicas")
+    ready = [p["metadata"]["name"] for p in _ready_pods(node)]
+    return (current == 1 and len(ready) == 1) or NotYet(f"HPA currentReplicas {current}, ready pods {ready}")
+
+
+def _suspended(node: NodeCluster) -> bool | NotYet:
+    phase = _phase(node)
+    ready = [p["metadata"]["name"] for p in _ready_pods(node)]
+    return (phase == "Suspended" and not ready) or NotYet(f"phase {phase}, ready pods {ready}")
+
+
+def _at_least_ready(node: NodeCluster, count: int) -> list[dict[str, Any]] | NotYet:
+    pods = _ready_pods(node)
+    return pods if len(pods) >= count else NotYet(f"ready pods {[p['metadata']['name'] for p in pods]}")
+
+
 def _components_say(node: NodeCluster, at_least: int) -> dict[str, Any] | None:
     """The Instance's status.components: the predictor with `at_least` pods, all ready."""
     status = get_json(node, "instance", "-n", NAMESPACE, INSTANCE).get("status") or {}
@@ -378,10 +400,10 @@ def test_load_scales_the_predictor_out_every_replica_answers_and_it_scales_back_
     body = {"instances": trained.features}
     with LoadGenerator(address, parts.hostname, path, body) as load:
         loaded = time.monotonic()
-        wait_for_sync(lambda: (_hpa(node).get("status") or {}).get("desiredReplicas", 0) >= 2 or None,
-                      what="the HPA wanting a second replica", timeout=300, interval=1)  # fmt: skip
+        wait_for_sync(functools.partial(_hpa_wants, node, 2), what="the HPA wanting a second replica",
+                      timeout=300, interval=1)  # fmt: skip
         MEASUREMENTS["scaling_load_to_wanted_seconds"] = round(time.monotonic() - loaded, 1)
-        pods = wait_for_sync(lambda: _ready_pods(node) if len(_ready_pods(node)) >= 2 else None,
+        pods = wait_for_sync(functools.partial(_at_least_ready, node, 2),
                              what="a second ready predictor pod", timeout=600, interval=1)  # fmt: skip
         MEASUREMENTS["scaling_load_to_second_ready_pod_seconds"] = round(time.monotonic() - loaded, 1)
         # Every replica answers, each asked directly at its pod IP (the host routes to the bridge).
@@ -395,15 +417,15 @@ def test_load_scales_the_predictor_out_every_replica_answers_and_it_scales_back_
     events = get_json(node, "events", "-n", NAMESPACE, "--field-selector", f"involvedObject.name={INSTANCE}")
     assert any(e["reason"] == "Scaled" for e in events["items"]), [e["reason"] for e in events["items"]]
     unloaded = time.monotonic()
-    wait_for_sync(lambda: (_hpa(node)["status"].get("currentReplicas") == 1 and len(_ready_pods(node)) == 1) or None,
-                  what="the predictor back at one replica", timeout=900, interval=2)  # fmt: skip
+    wait_for_sync(functools.partial(_back_at_one, node), what="the predictor back at one replica",
+                  timeout=900, interval=2)  # fmt: skip
     MEASUREMENTS["scaling_unload_to_one_replica_seconds"] = round(time.monotonic() - unloaded, 1)
 
 
 def test_suspend_and_resume_keep_working_with_a_range(node: NodeCluster, served: dict[str, Any]) -> None:
     _apply(node, _instance(replicas=0, **SCALING))
-    wait_for_sync(lambda: (_phase(node) == "Suspended" and not _ready_pods(node)) or None,
-                  what="the Instance Suspended without pods", timeout=300, interval=1)  # fmt: skip
+    wait_for_sync(functools.partial(_suspended, node), what="the Instance Suspended without pods",
+                  timeout=300, interval=1)  # fmt: skip
     _apply(node, _instance(**SCALING))
     wait_for_sync(functools.partial(_ready, node), what="the Instance Ready again", timeout=600, interval=1)
     assert len(_ready_pods(node)) >= 1
