@@ -1,4 +1,5 @@
-"""The runtime's public API (actors/__init__.py): what the provider may import, and nothing else."""
+"""The runtime's public API (actors/__init__.pyi, loaded by actors/__init__.py): what the provider
+may import, and nothing else."""
 
 from __future__ import annotations
 
@@ -8,31 +9,30 @@ from pathlib import Path
 
 import actors
 
-INIT = Path(actors.__file__)
+STUB = Path(actors.__file__).with_suffix(".pyi")
 
 
-def _type_checking_names() -> set[str]:
-    """The names the `if TYPE_CHECKING:` block re-exports for type checkers."""
-    tree = ast.parse(INIT.read_text())
-    block = next(node for node in tree.body if isinstance(node, ast.If))
-    imports = [node for node in block.body if isinstance(node, ast.ImportFrom)]
-    return {alias.asname or alias.name for node in imports for alias in node.names}
+def _stub_imports() -> dict[str, str]:
+    """Each name the stub re-exports, with the module it names."""
+    tree = ast.parse(STUB.read_text())
+    return {
+        alias.asname or alias.name: f"actors.{node.module}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
-def test_every_public_name_resolves_to_its_module() -> None:
-    for name in actors.__all__:
-        value = getattr(actors, name)
-        home = importlib.import_module(actors._HOME[name])
-        assert value is getattr(home, name), name
-
-
-def test_type_checkers_see_exactly_the_public_names() -> None:
-    assert _type_checking_names() == set(actors.__all__)
+def test_every_public_name_resolves_to_the_module_the_stub_names() -> None:
+    homes = _stub_imports()
+    assert set(homes) == set(actors.__all__)
+    for name, module in homes.items():
+        assert getattr(actors, name) is getattr(importlib.import_module(module), name), name
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     try:
-        actors.Informerz  # noqa: B018
+        getattr(actors, "Informerz")  # noqa: B009
     except AttributeError as err:
         assert "Informerz" in str(err)
     else:
@@ -51,7 +51,7 @@ def _imported_from_actors(source: str) -> set[str]:
 def test_every_public_name_is_imported_by_a_provider_or_a_tool() -> None:
     """The face is what providers (ours, the null providers of tests and benchmarks) and the tools
     need: a name nothing outside the runtime imports from `actors` is not exported."""
-    root = INIT.parents[2]
+    root = STUB.parents[2]
     used: set[str] = set()
     for folder in ("src/provider", "tests", "bench", "dev"):
         for path in (root / folder).rglob("*.py"):
