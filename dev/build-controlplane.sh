@@ -11,9 +11,11 @@
 # go.mod replaces controller-runtime, grpc and a few others, and those directives only count in the
 # main module, so ours copies them.
 #
-# Usage: dev/build-controlplane.sh [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|tilt-web|jaeger|prometheus|k8s-source|all]   (default: controlplane)
+# Usage: dev/build-controlplane.sh [controlplane|node|cluster|kubectl|scheduler|kserve|kwok|helm|tilt|jaeger|prometheus|k8s-source|all]   (default: controlplane)
 #   controlplane  kube-apiserver, kube-controller-manager, kube-scheduler, etcd
 #   node          kubelet, kube-scheduler, kube-proxy, kubectl, metrics-server (the same wrapper module)
+#   cluster       controlplane and node in one `go build` (.ci/run: the node's links run beside the
+#                 control plane's compiles, and `make e2e` can start when `make test`'s first build ends)
 #   kubectl       kubectl alone (the Tiltfile's no-root `process` target)
 #   scheduler     kube-scheduler alone (for kwok's fake nodes)
 #   kserve        KServe's manager (InferenceService) and llmisvc (LLMInferenceService) controllers,
@@ -21,7 +23,6 @@
 #   kwok          kwok (fake nodes and pods) and its Stage definitions
 #   helm          helm (the same wrapper module)
 #   tilt          tilt with its web UI (a wrapper module too, see build_tilt)
-#   tilt-web      only tilt's web UI (prints nothing; `tilt` then compiles it in)
 #   jaeger        Jaeger v2 (OTLP in, query API out; a wrapper module too, see build_jaeger)
 #   prometheus    prometheus and promtool (the alert and dashboard checks, the e2e scrape)
 #   k8s-source    nothing built: the k8s.io/kubernetes module's source directory (pause.c)
@@ -219,6 +220,10 @@ build_controlplane() { module_commands kube-apiserver kube-controller-manager ku
 # and end-to-end tests drive it with.
 build_node() { module_commands kubelet kube-scheduler kube-proxy kubectl metrics-server; }
 
+build_cluster() {
+  module_commands kube-apiserver kube-controller-manager kube-scheduler etcd kubelet kube-proxy kubectl metrics-server
+}
+
 # KServe's config/ from the module its controllers were built from, beside their directory (the
 # harness installs its ConfigMap defaults and ClusterServingRuntimes); renamed into place whole.
 copy_kserve_config() { # work-dir
@@ -329,21 +334,6 @@ build_tilt() {
   local bin="$CACHE/tools/tilt-$TILT_VERSION"
   with_lock "$bin" build_tilt_binary "$CACHE/tilt-$TILT_VERSION" "$bin"
   echo "$bin"
-}
-
-tilt_web_unless_built() { # work-dir bin
-  local work="$1" bin="$2"
-  [[ -x "$bin/tilt" ]] && return
-  prepare_tilt_module "$work"
-  build_tilt_web "$work"
-}
-
-# The web UI alone (under the tilt build's lock): mostly downloads and one node process, so
-# .ci/run builds it beside `make test`'s Go compiles; `tilt` then only compiles.
-build_tilt_web_only() {
-  local bin="$CACHE/tools/tilt-$TILT_VERSION"
-  with_lock "$bin" tilt_web_unless_built "$CACHE/tilt-$TILT_VERSION" "$bin"
-  log "tilt $TILT_VERSION web UI built"
 }
 
 # Jaeger's go.mod replaces Shopify/sarama, which `go install jaeger@version` refuses: a wrapper
@@ -478,6 +468,7 @@ build_prometheus() {
 case "${1:-controlplane}" in
   controlplane) build_controlplane ;;
   node) build_node ;;
+  cluster) build_cluster ;;
   kubectl) build_kubectl ;;
   helm) build_helm ;;
   tilt) build_tilt ;;
@@ -486,7 +477,6 @@ case "${1:-controlplane}" in
   kwok) build_kwok ;;
   jaeger) build_jaeger ;;
   prometheus) build_prometheus ;;
-  tilt-web) build_tilt_web_only ;;
   k8s-source) go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | json_field Dir ;;
   all)
     build_controlplane
@@ -498,5 +488,5 @@ case "${1:-controlplane}" in
     build_jaeger
     build_prometheus
     ;;
-  *) echo "usage: $0 [controlplane|node|kubectl|scheduler|kserve|kwok|helm|tilt|tilt-web|jaeger|prometheus|k8s-source|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [controlplane|node|cluster|kubectl|scheduler|kserve|kwok|helm|tilt|jaeger|prometheus|k8s-source|all]" >&2; exit 2 ;;
 esac

@@ -107,6 +107,9 @@ class NodeCluster:
     identity_dir: Path | None = None
     # metrics-server and the aggregation layer it is served through (the HPA controller's input).
     metrics_server: bool = False
+    # The HPA controller's scale-down stabilization window (kube-controller-manager's flag, the
+    # platform's to set; default 300 s), for an HPA with no `behavior` of its own.
+    hpa_scale_down_window_seconds: int | None = None
     plane: ControlPlane = field(init=False)
     workdir: Path = field(init=False)
     containerd: Containerd = field(init=False)
@@ -150,6 +153,11 @@ class NodeCluster:
                     *apiserver_kubelet_client_args(self.workdir),
                     *audit_args(self.workdir),
                     *(metrics_server.front_proxy_args(self.workdir) if self.metrics_server else ()),
+                ),
+                extra_controller_manager_args=tuple(
+                    f"--horizontal-pod-autoscaler-downscale-stabilization={seconds}s"
+                    for seconds in (self.hpa_scale_down_window_seconds,)
+                    if seconds is not None
                 ),
                 identity_dir=self.identity_dir,
             )

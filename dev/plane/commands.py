@@ -22,6 +22,7 @@ class ControlPlane(Protocol):
     service_account_admission: bool
     watch_cache: bool
     extra_apiserver_args: tuple[str, ...]
+    extra_controller_manager_args: tuple[str, ...]
     controllers: tuple[str, ...]
 
     @property
@@ -99,6 +100,7 @@ def controller_manager(plane: ControlPlane, pki: Path) -> Process:
             "--bind-address=127.0.0.1",
             f"--secure-port={plane.controller_manager_port}",
             f"--cert-dir={plane.workdir / 'kcm-certs'}",
+            *plane.extra_controller_manager_args,
         ],
         plane.workdir / "kube-controller-manager.log",
     )

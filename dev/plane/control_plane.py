@@ -62,6 +62,7 @@ class ControlPlane(Supervision):
     # More identities in the static token file: user name -> groups. Their tokens: user_tokens.
     users: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extra_apiserver_args: tuple[str, ...] = ()
+    extra_controller_manager_args: tuple[str, ...] = ()
     # Keeps the API server's identity (port, CA and serving certificate, ServiceAccount keys, admin
     # token and its kubeconfig) in this directory across starts, made there on first use: for a
     # client that loads its kubeconfig once and outlives a restart, like Tilt. None: fresh per start.

@@ -55,10 +55,11 @@ def host_left_clean() -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def tilt_built_beside_the_first_stories(request: pytest.FixtureRequest) -> Iterator[None]:
-    """When test_tilt is to run, tilt (about five minutes of compiling, cold) builds at a lower
-    priority while the stories before it run: they mostly wait on containers, pods and vLLM, and
-    leave about half of two cores idle (docs/ci-time.md). test_tilt then finds it built, or waits on
-    the build's lock; a failed build is built again there, and fails with its message."""
+    """When test_tilt is to run, tilt (cold: its web UI, yarn and a bundler, then about five
+    minutes of compiling) builds at a lower priority while the stories before it run: they mostly
+    wait on containers, pods and vLLM, and leave about half of two cores idle (docs/ci-time.md).
+    test_tilt then finds it built, or waits on the build's lock; a failed build is built again
+    there, and fails with its message."""
     if not any(item.path.name == "test_tilt.py" for item in request.session.items):
         yield
         return

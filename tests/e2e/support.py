@@ -65,20 +65,29 @@ def install_chart(node: NodeCluster, *sets: str) -> None:
 
 @contextlib.asynccontextmanager
 async def node_cluster(
-    *images: Path, kserve: bool = False, kserve_in_release_namespace: bool = False, metrics_server: bool = False
+    *images: Path,
+    kserve: bool = False,
+    kserve_in_release_namespace: bool = False,
+    metrics_server: bool = False,
+    hpa_scale_down_window_seconds: int | None = None,
 ) -> AsyncIterator[NodeCluster]:
     """A node-mode cluster with every CRD, the provider image and `images` imported, and with
     `kserve` KServe's real controllers against it (dev/kservestack, out-of-cluster); stopped (host
     restored) on exit. `kserve_in_release_namespace`: the controllers run in the chart's release
     namespace and take their LLM presets from the chart (llmPresets, cpuProfile), as the chart's
     bundled controllers do, instead of the stack's defaults in `kserve`. `metrics_server`: the
-    resource metrics API the HPA controller reads (dev/cluster/metrics_server.py)."""
+    resource metrics API the HPA controller reads (dev/cluster/metrics_server.py);
+    `hpa_scale_down_window_seconds`: its scale-down stabilization window (NodeCluster)."""
     if os.geteuid() != 0:
         pytest.fail("the end-to-end tests need root (run `make e2e` as root)", pytrace=False)
     started = time.monotonic()
     image = build_image()
     MEASUREMENTS.setdefault("image_build_seconds", round(time.monotonic() - started, 1))
-    cluster = NodeCluster(images=(image, *images), metrics_server=metrics_server)
+    cluster = NodeCluster(
+        images=(image, *images),
+        metrics_server=metrics_server,
+        hpa_scale_down_window_seconds=hpa_scale_down_window_seconds,
+    )
     try:
         await cluster.start()
     except ControlPlaneError as err:

@@ -388,7 +388,8 @@ def test_load_scales_the_predictor_out_every_replica_answers_and_it_scales_back_
     """A range 1-3 on the pods' CPU (50 % of the 100m they request): KServe makes the HPA,
     kube-controller-manager's HPA controller reads metrics-server, a load from the host drives the
     predictor over its target and it scales out; every replica answers; without the load it scales
-    back in (KServe 0.20 copies no scale-down behaviour to the HPA: the default 300 s window)."""
+    back in (KServe 0.20 copies no scale-down behaviour to the HPA: the controller's window holds,
+    set to a minute on this cluster, conftest.SCALE_DOWN_WINDOW_SECONDS)."""
     _apply(node, _instance(**SCALING))
     started = time.monotonic()
     wait_for_sync(functools.partial(_reads_cpu, node), what="the HPA reading the pods' CPU", timeout=300, interval=1)
