@@ -40,7 +40,7 @@ from provider.model.catalog import (
     parse_lora_catalog,
     parse_model_catalog,
 )
-from provider.model.settings import ProviderSettings, SettingsError
+from provider.model.settings import ENV_VARS, ProviderSettings, SettingsError
 from provider.render import chart_values
 from provider.render.preview import Document, offline_providers, preview
 
@@ -89,7 +89,7 @@ def register(subparsers: Any) -> None:
     overrides = parser.add_argument_group(
         "settings", "override one setting of the provider (the value as its environment variable takes it)"
     )
-    for field, var in ProviderSettings.ENV.items():
+    for field, var in ENV_VARS.items():
         description = ProviderSettings.model_fields[field].description or ""
         overrides.add_argument(
             _flag(var),
@@ -122,8 +122,8 @@ def _environment(args: argparse.Namespace, root: Path | None) -> dict[str, str]:
         values = chart_values.load_values(chart, [Path(p) for p in args.values])
         env = chart_values.deployment_env(values, release=args.release, namespace=args.release_namespace)
     else:
-        env = {var: os.environ[var] for var in (*ProviderSettings.ENV.values(), *CATALOGS) if var in os.environ}
-    for var in ProviderSettings.ENV.values():
+        env = {var: os.environ[var] for var in (*ENV_VARS.values(), *CATALOGS) if var in os.environ}
+    for var in ENV_VARS.values():
         if (value := getattr(args, f"set_{var}")) is not None:
             env[var] = value
     for var, option in CATALOGS.items():

@@ -6,8 +6,8 @@ settings it runs with.
 
 Two deliberate departures from the Go provider, which compared strings to exactly `"true"`:
 
-- flags accept true/false/yes/no/1/0 in any case, and anything else is a startup error instead
-  of a silent "off";
+- flags accept what pydantic reads as a boolean (true/false, yes/no, on/off, 1/0, in any case),
+  and anything else is a startup error instead of a silent "off";
 - `ENABLE_POD_MONITOR` defaults to on. The chart sets it from `metrics.podMonitor.enabled` (default
   true) and the Instance-level `enableMetrics` defaults to on as well; a cluster without the
   Prometheus Operator is handled by skipping the PodMonitor while its CRD is not served.
@@ -15,19 +15,17 @@ Two deliberate departures from the Go provider, which compared strings to exactl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import ClassVar, Final, Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from provider.rules.error_messages import first_error_message
 from provider.rules.pod_security import LEVELS, Level, PodPolicy
 
 # A Prometheus duration as the PodMonitor CRD accepts it (e.g. 30s, 1m30s).
 DURATION_PATTERN: Final = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
-
-_TRUE: Final = frozenset({"true", "1", "yes", "on", "enabled"})
-_FALSE: Final = frozenset({"false", "0", "no", "off", "disabled"})
 
 
 class SettingsError(ValueError):
@@ -37,102 +35,100 @@ class SettingsError(ValueError):
 class ProviderSettings(BaseModel):
     """Chart-level configuration of the provider process."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Validated by alias from the environment (from_env), by name in code and tests.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     hf_token_secret_name: str = Field(
+        validation_alias="HF_TOKEN_SECRET_NAME",
         default="",
         description="Secret (key HF_TOKEN, in the Instance namespace) for gated Hugging Face models; "
         "empty disables the per-Instance model-puller ServiceAccount.",
     )
-    ai_gateway_enabled: bool = Field(default=False, description="The chart installed the Envoy AI Gateway.")
-    ai_gateway_name: str = Field(default="", description="Name of the shared Gateway.")
-    ai_gateway_namespace: str = Field(default="", description="Namespace of the shared Gateway.")
-    ai_gateway_scheme: Literal["http", "https"] = Field(default="http", description="Scheme of published gateway URLs.")
+    ai_gateway_enabled: bool = Field(
+        validation_alias="AI_GATEWAY_ENABLED", default=False, description="The chart installed the Envoy AI Gateway."
+    )
+    ai_gateway_name: str = Field(
+        validation_alias="AI_GATEWAY_NAME", default="", description="Name of the shared Gateway."
+    )
+    ai_gateway_namespace: str = Field(
+        validation_alias="AI_GATEWAY_NAMESPACE", default="", description="Namespace of the shared Gateway."
+    )
+    ai_gateway_scheme: Literal["http", "https"] = Field(
+        validation_alias="AI_GATEWAY_SCHEME", default="http", description="Scheme of published gateway URLs."
+    )
     ai_gateway_port_override: int | None = Field(
-        default=None, ge=1, le=65535, description="Published gateway port; scheme default when unset."
+        validation_alias="AI_GATEWAY_PORT",
+        default=None,
+        ge=1,
+        le=65535,
+        description="Published gateway port; scheme default when unset.",
     )
     ai_gateway_hostname: str = Field(
-        default="", description="Host published for the gateway instead of its address (TLS)."
+        validation_alias="AI_GATEWAY_HOSTNAME",
+        default="",
+        description="Host published for the gateway instead of its address (TLS).",
     )
     ai_gateway_rate_limit_redis_url: str = Field(
-        default="", description="Envoy Gateway's rate-limit Redis; token quotas are enforced only with it."
+        validation_alias="AI_GATEWAY_RATE_LIMIT_REDIS_URL",
+        default="",
+        description="Envoy Gateway's rate-limit Redis; token quotas are enforced only with it.",
     )
-    enable_pod_monitor: bool = Field(default=True, description="Create per-Instance PodMonitors.")
+    enable_pod_monitor: bool = Field(
+        validation_alias="ENABLE_POD_MONITOR", default=True, description="Create per-Instance PodMonitors."
+    )
     pod_monitor_interval: str = Field(
-        default="30s", pattern=DURATION_PATTERN, description="PodMonitor scrape interval."
+        validation_alias="POD_MONITOR_INTERVAL",
+        default="30s",
+        pattern=DURATION_PATTERN,
+        description="PodMonitor scrape interval.",
     )
     llm_tracing_endpoint: str = Field(
+        validation_alias="LLM_TRACING_ENDPOINT",
         default="",
         description="The OTLP collector vLLM sends its spans to when an llm Instance enables tracing "
         "without an endpoint of its own (KServe's tracing preset's otel-collector:4317 otherwise).",
     )
     llm_tracing_all: bool = Field(
-        default=False, description="Every llm Instance's vLLM traces to llm_tracing_endpoint, enableTracing or not."
+        validation_alias="LLM_TRACING_ALL",
+        default=False,
+        description="Every llm Instance's vLLM traces to llm_tracing_endpoint, enableTracing or not.",
     )
     pod_security_default: Level = Field(
+        validation_alias="POD_SECURITY_DEFAULT_LEVEL",
         default="restricted",
         description="Pod Security Standard applied to an Instance's pod settings where its namespace has no "
         f"pod-security.kubernetes.io/enforce label ({', '.join(LEVELS)}).",
     )
     pod_security_allow_service_account: bool = Field(
-        default=False, description="Instances may choose their pods' ServiceAccount (inline config)."
+        validation_alias="POD_SECURITY_ALLOW_SERVICE_ACCOUNT",
+        default=False,
+        description="Instances may choose their pods' ServiceAccount (inline config).",
     )
     pod_security_allow_secret_references: bool = Field(
-        default=False, description="Instances may reference Secrets in their pods (inline config)."
+        validation_alias="POD_SECURITY_ALLOW_SECRET_REFERENCES",
+        default=False,
+        description="Instances may reference Secrets in their pods (inline config).",
     )
 
-    # Field name -> environment variable.
-    ENV: ClassVar[Mapping[str, str]] = {
-        "hf_token_secret_name": "HF_TOKEN_SECRET_NAME",
-        "ai_gateway_enabled": "AI_GATEWAY_ENABLED",
-        "ai_gateway_name": "AI_GATEWAY_NAME",
-        "ai_gateway_namespace": "AI_GATEWAY_NAMESPACE",
-        "ai_gateway_scheme": "AI_GATEWAY_SCHEME",
-        "ai_gateway_port_override": "AI_GATEWAY_PORT",
-        "ai_gateway_hostname": "AI_GATEWAY_HOSTNAME",
-        "ai_gateway_rate_limit_redis_url": "AI_GATEWAY_RATE_LIMIT_REDIS_URL",
-        "enable_pod_monitor": "ENABLE_POD_MONITOR",
-        "pod_monitor_interval": "POD_MONITOR_INTERVAL",
-        "llm_tracing_endpoint": "LLM_TRACING_ENDPOINT",
-        "llm_tracing_all": "LLM_TRACING_ALL",
-        "pod_security_default": "POD_SECURITY_DEFAULT_LEVEL",
-        "pod_security_allow_service_account": "POD_SECURITY_ALLOW_SERVICE_ACCOUNT",
-        "pod_security_allow_secret_references": "POD_SECURITY_ALLOW_SECRET_REFERENCES",
-    }
-    _FLAGS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "ai_gateway_enabled",
-            "enable_pod_monitor",
-            "llm_tracing_all",
-            "pod_security_allow_service_account",
-            "pod_security_allow_secret_references",
-        }
-    )
+    @field_validator("ai_gateway_scheme", mode="before")
+    @classmethod
+    def _scheme_in_any_case(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ProviderSettings:
-        """Settings from `environ`; unset or empty variables keep their defaults.
+        """Settings from `environ` (the process's, or what render derives from chart values; each
+        field's alias names its variable); unset or empty variables keep their defaults.
 
-        Raises SettingsError naming the variable, e.g. `AI_GATEWAY_PORT: Input should be a valid
-        integer, unable to parse string as an integer`.
+        Raises SettingsError naming the variable and its value, e.g. `AI_GATEWAY_PORT: Input should
+        be a valid integer, unable to parse string as an integer (given: "http")`.
         """
-        values: dict[str, object] = {}
-        for field, var in cls.ENV.items():
-            raw = environ.get(var, "").strip()
-            if not raw:
-                continue
-            if field in cls._FLAGS:
-                values[field] = _flag(var, raw)
-            elif field == "ai_gateway_scheme":
-                values[field] = raw.lower()
-            else:
-                values[field] = raw
+        values = {var: value for var in ENV_VARS.values() if (value := environ.get(var, "").strip())}
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            message = first_error_message("", exc)
-            field = str(exc.errors(include_url=False)[0]["loc"][0])
-            raise SettingsError(message.replace(field, cls.ENV.get(field, field), 1)) from None
+            given = exc.errors(include_url=False)[0]["input"]
+            raise SettingsError(f"{first_error_message('', exc)} (given: {json.dumps(given)})") from None
 
     @property
     def ai_gateway_port(self) -> int:
@@ -154,10 +150,7 @@ class ProviderSettings(BaseModel):
         return bool(self.ai_gateway_name and self.ai_gateway_namespace)
 
 
-def _flag(var: str, raw: str) -> bool:
-    text = raw.lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise SettingsError(f'{var}: invalid boolean value "{raw}" (use true or false)')
+# Field name -> environment variable, as the fields' aliases say (render's options, the chart map).
+ENV_VARS: Final[Mapping[str, str]] = {
+    name: str(field.validation_alias) for name, field in ProviderSettings.model_fields.items()
+}

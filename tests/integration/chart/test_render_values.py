@@ -18,7 +18,7 @@ import yaml
 
 from provider.cli import main
 from provider.model.catalog import parse_lora_catalog, parse_model_catalog
-from provider.model.settings import ProviderSettings, SettingsError
+from provider.model.settings import ENV_VARS, ProviderSettings, SettingsError
 from provider.render.chart_values import deployment_env, load_values
 from tests.support.chart import container
 from tests.support.helm import helm
@@ -157,7 +157,7 @@ def test_render_with_values_equals_render_in_the_helm_environment(
     instances = [tmp_path / "gateway.yaml", *sorted((ROOT / "examples").glob("instance-*.yaml"))]
     instances[0].write_text(GATEWAY_INSTANCE, encoding="utf-8")
     args = [str(p) for p in instances]
-    for var in (*ProviderSettings.ENV.values(), *CATALOG_VARS):
+    for var in (*ENV_VARS.values(), *CATALOG_VARS):
         monkeypatch.delenv(var, raising=False)
 
     assert main(["render", "--chart", str(chart), "-f", str(values), *args]) == 0

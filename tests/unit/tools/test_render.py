@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from provider.cli import main
-from provider.model.settings import ProviderSettings
+from provider.model.settings import ENV_VARS
 from tests.support.instances import llm_instance
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,7 +41,7 @@ PODMONITOR_NOTE = (
 
 @pytest.fixture(autouse=True)
 def chart_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in (*ProviderSettings.ENV.values(), "LORA_ADAPTER_CATALOG", "MODEL_CATALOG"):
+    for var in (*ENV_VARS.values(), "LORA_ADAPTER_CATALOG", "MODEL_CATALOG"):
         monkeypatch.delenv(var, raising=False)
     for var, value in CHART_ENV.items():
         monkeypatch.setenv(var, value)
@@ -252,7 +252,10 @@ def test_bad_settings_exit_2(
 ) -> None:
     monkeypatch.setenv("ENABLE_POD_MONITOR", "perhaps")
     code, _, err = render(capsys, write(tmp_path, instance_yaml()))
-    assert (code, err) == (2, 'render: ENABLE_POD_MONITOR: invalid boolean value "perhaps" (use true or false)\n')
+    assert (code, err) == (
+        2,
+        'render: ENABLE_POD_MONITOR: Input should be a valid boolean, unable to interpret input (given: "perhaps")\n',
+    )
 
 
 @pytest.mark.parametrize(
@@ -306,7 +309,7 @@ def test_help_lists_every_setting_flag(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         main(["render", "--help"])
     text = capsys.readouterr().out
-    for var in (*ProviderSettings.ENV.values(),):
+    for var in (*ENV_VARS.values(),):
         assert "--" + var.lower().replace("_", "-") in text
         assert f"${var}" in text
     for option in ("-f VALUES, --values VALUES", "--lora-catalog", "--model-catalog", "--release", "-o {yaml,json}"):
