@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,13 @@ def _remember_vllm_memory(node: NodeCluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(node: NodeCluster, release: None, expected: dict[str, Any]) -> Iterator[OpenAI]:
-    """With the chart installed (its cpuProfile.image the vLLM image: the package's `release`), the
-    Instance applied and Ready, and its first token; the API at the connection Secret's URL.
-    Everything is deleted again afterwards."""
+def served(
+    node: NodeCluster, release: None, vllm_image_imported: Future[None], expected: dict[str, Any]
+) -> Iterator[OpenAI]:
+    """With the chart installed (its cpuProfile.image the vLLM image: the package's `release`) and
+    the image in the node, the Instance applied and Ready, and its first token; the API at the
+    connection Secret's URL. Everything is deleted again afterwards."""
+    vllm_image_imported.result(timeout=1800)
     started = time.monotonic()
     kubectl(node, "apply", "-f", str(tinyllm.INSTANCE_FILE))
     try:
