@@ -3,16 +3,17 @@ end-to-end tests (which drive kubectl and tilt from plain functions). One signat
 
 A probe returns what it found: something truthy ends the wait and is returned; anything falsy means
 "not yet". A probe that has more to say than False returns `NotYet(what it saw)`, so a test that
-times out fails with what was awaited and what was last seen, not with a bare timeout.
+times out fails with what was awaited and what was last seen, not with a bare timeout. tenacity
+does the calling again.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 T = TypeVar("T")
 
@@ -39,6 +40,26 @@ def _timed_out(probe: Callable[[], Any], what: str | None, timeout: float, last:
     return WaitTimedOut(f"timed out after {timeout:g} s waiting for {awaited}; last seen: {last!r}")
 
 
+def _not_found(found: object) -> bool:
+    return not found or isinstance(found, NotYet)
+
+
+def _until_found(probe: Callable[[], Any], what: str | None, timeout: float, interval: float) -> dict[str, Any]:
+    """tenacity's policy for both: call again while the answer is "not yet", every `interval`
+    seconds, and give up after `timeout` with the last answer (a probe's exception ends the wait)."""
+
+    def give_up(state: RetryCallState) -> NoReturn:
+        assert state.outcome is not None
+        raise _timed_out(probe, what, timeout, state.outcome.result())
+
+    return {
+        "retry": retry_if_result(_not_found),
+        "stop": stop_after_delay(timeout),
+        "wait": wait_fixed(interval),
+        "retry_error_callback": give_up,
+    }
+
+
 async def wait_for(
     probe: Callable[[], Awaitable[T | NotYet | None]],
     *,
@@ -49,15 +70,19 @@ async def wait_for(
     """Await `probe` every `interval` seconds until it returns something truthy, and return that. A
     probe still running at `timeout` is cancelled; the wait then fails naming `what` (the probe's
     name by default) and the probe's last answer."""
-    last: object = None
+    answers: list[object] = [None]
+
+    async def recorded() -> T | NotYet | None:
+        answers.append(found := await probe())
+        return found
+
     with anyio.move_on_after(timeout):
-        while True:
-            found = await probe()
-            if found and not isinstance(found, NotYet):
-                return found
-            last = found
-            await anyio.sleep(interval)
-    raise _timed_out(probe, what, timeout, last)
+        found: T | NotYet | None = await AsyncRetrying(
+            sleep=anyio.sleep, **_until_found(probe, what, timeout, interval)
+        )(recorded)
+        assert found is not None and not isinstance(found, NotYet)  # tenacity called again on those
+        return found
+    raise _timed_out(probe, what, timeout, answers[-1])
 
 
 def wait_for_sync(
@@ -69,13 +94,6 @@ def wait_for_sync(
 ) -> T:
     """`wait_for` for a plain function: call `probe` every `interval` seconds until it returns
     something truthy (a call under way at `timeout` is not interrupted)."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        found = probe()
-        if found and not isinstance(found, NotYet):
-            return found
-        last = found
-        if time.monotonic() >= deadline:
-            raise _timed_out(probe, what, timeout, last)
-        time.sleep(interval)
+    found = Retrying(**_until_found(probe, what, timeout, interval))(probe)
+    assert found is not None and not isinstance(found, NotYet)  # tenacity called again on those
+    return found

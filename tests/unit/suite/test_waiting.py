@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import anyio
 import pytest
 
 from tests.support.waiting import NotYet, WaitTimedOut, wait_for, wait_for_sync
@@ -46,3 +47,29 @@ def test_the_sync_version_has_the_same_signature_and_message() -> None:
     assert wait_for_sync(lambda: next(answers), interval=0) == "found"
     with pytest.raises(WaitTimedOut, match=r"^timed out after 0.02 s waiting for the pod gone; last seen: \['p'\]$"):
         wait_for_sync(lambda: NotYet(["p"]), what="the pod gone", timeout=0.02, interval=0.01)
+
+
+def missing() -> bool:
+    raise LookupError("no such Instance")
+
+
+async def test_a_probes_error_ends_the_wait_with_that_error() -> None:
+    async def probe() -> bool:
+        return missing()
+
+    with pytest.raises(LookupError, match="no such Instance"):
+        await wait_for(probe, timeout=5, interval=0.01)
+    with pytest.raises(LookupError, match="no such Instance"):
+        wait_for_sync(missing, timeout=5, interval=0.01)
+
+
+async def test_a_probe_running_at_the_deadline_is_cancelled_and_its_last_answer_reported() -> None:
+    calls = itertools.count()
+
+    async def probe() -> NotYet:
+        if next(calls):
+            await anyio.sleep(10)
+        return NotYet("first")
+
+    with pytest.raises(WaitTimedOut, match=r"last seen: 'first'$"):
+        await wait_for(probe, timeout=0.1, interval=0.01)
