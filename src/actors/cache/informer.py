@@ -57,12 +57,15 @@ class Informer(Generic[T]):
         settings: WatchSettings,
         namespace: str | None = None,
         label_selector: str | None = None,
+        store: dict[str, T] | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
-        self.store: dict[str, T] = {}
+        # The one store of what this informer watches (kube-runtime's reflector store): a reader may
+        # hold on to it, as the same dict is updated in place, relists included.
+        self.store: dict[str, T] = {} if store is None else store
         self.synced = anyio.Event()
         self.relists = 0
         self._transform = transform
@@ -126,8 +129,9 @@ class Informer(Generic[T]):
                     if read is not None:
                         fresh[read[0]] = read[1]
                 resource_version = page.resource_version
-        old_store = self.store
-        self.store = fresh
+        old_store = self.store.copy()
+        self.store.clear()
+        self.store.update(fresh)
         self._rv = resource_version
         self.relists += 1
         for key, value in fresh.items():

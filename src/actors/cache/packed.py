@@ -1,14 +1,13 @@
 """Objects kept as zlib-compressed JSON: the local stores' compact form.
 
 A watched object as Python dicts costs several times its JSON size, compressed JSON a fraction of
-it, and unpacking one is cheap next to the API requests a reconcile makes. Every read returns a
+it, and unpacking one is cheap next to the API requests a reconcile makes. Every unpack returns a
 fresh copy, so a reconcile may modify what it reads.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Mapping
 
 from actors.client import json_codec
 from actors.interface import KubeObject
@@ -33,28 +32,3 @@ def pack(obj: KubeObject) -> bytes:
 def unpack(data: bytes) -> KubeObject:
     obj: KubeObject = json_codec.loads(zlib.decompress(data))
     return obj
-
-
-class PackedObjects(Mapping[str, KubeObject]):
-    """A key → object mapping stored packed; reading an entry unpacks a fresh copy."""
-
-    def __init__(self) -> None:
-        self._packed: dict[str, bytes] = {}
-
-    def __getitem__(self, key: str) -> KubeObject:
-        return unpack(self._packed[key])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._packed)
-
-    def __len__(self) -> int:
-        return len(self._packed)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._packed
-
-    def put(self, key: str, packed: bytes) -> None:
-        self._packed[key] = packed
-
-    def discard(self, key: str) -> None:
-        self._packed.pop(key, None)

@@ -161,6 +161,7 @@ class Manager:
             transform=self.instances.transform,
             on_change=self._instance_changed,
             settings=self.options.watch_settings(),
+            store=self.instances.scope_store(),
         )
 
     def _owned_kinds(self) -> OwnedKinds:
@@ -289,7 +290,7 @@ class Manager:
             self.provider,
             obj,
             providers=self.providers,
-            limits=self.options.limits,
+            over_limit=self.options.limits.problem(obj),
             context=lambda instance: ReconcileContext(instance=instance, client=self.client, available=available),
         )
         return validated.message if isinstance(validated, Refusal) else None
@@ -301,7 +302,7 @@ class Manager:
     # -- events ---------------------------------------------------------------------------
 
     def _instance_changed(self, key: str, old: StoredInstance | None, new: StoredInstance | None) -> None:
-        if instance_needs_reconcile(self.writes, key, self.instances.update(key, old, new), new):
+        if instance_needs_reconcile(self.writes, key, self.instances.changed(old, new), new):
             # A change to an Instance we already had is a user's edit: ahead of bulk work.
             self.actors.notify(key, urgent=old is not None and new is not None)
 

@@ -222,9 +222,8 @@ class InstanceReconciler:
                 self.provider,
                 instance,
                 providers=self.providers,
-                limits=self.config.limits,
                 context=self._context,
-                rejected=self.rejected.get(key),
+                over_limit=self.rejected.get(key),
             )
         if isinstance(validated, Refusal):
             log.info("validation failed", reason=validated.message[:500])

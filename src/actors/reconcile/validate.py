@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from actors.cache.limits import InstanceLimits
 from actors.interface import KubeObject, Provider, ReconcileContext, ValidationFailed
 from actors.reconcile.versions import effective_bundle, resolve_versions, version_problem
 
@@ -45,12 +44,12 @@ async def validate(
     instance: KubeObject,
     *,
     providers: Mapping[str, KubeObject],
-    limits: InstanceLimits,
     context: Callable[[KubeObject], ReconcileContext],
-    rejected: str | None = None,
+    over_limit: str | None,
 ) -> Validated | Refusal:
-    """What the provider read, or why the Instance cannot be reconciled."""
-    if problem := rejected or limits.problem(instance):
+    """What the provider read, or why the Instance cannot be reconciled. `over_limit`: the bound
+    the Instance broke (InstanceLimits.problem), as the store found it or /validate checked it."""
+    if problem := over_limit:
         return Refusal("OverLimit", problem)
     if problem := version_problem(instance, providers):
         return Refusal("VersionBundleNotDefined", problem)

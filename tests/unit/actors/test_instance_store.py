@@ -18,14 +18,16 @@ INSTANCE = (INSTANCES, "ns", "a")
 
 
 class Events:
-    """The store and the ledger as the manager drives them on each Instance event."""
+    """The store and the ledger as an Instance informer and the manager drive them on each event."""
 
     def __init__(self) -> None:
         self.store = InstanceStore("p", InstanceLimits(), OwnedIndex())
+        self.informer_store = self.store.scope_store()
         self.writes = WriteLedger()
 
     def update(self, old: StoredInstance | None, new: StoredInstance | None) -> bool:
-        return instance_needs_reconcile(self.writes, KEY, self.store.update(KEY, old, new), new)
+        self.informer_store[KEY] = new
+        return instance_needs_reconcile(self.writes, KEY, self.store.changed(old, new), new)
 
 
 def instance(version: str, *, finalizer: bool = False, generation: int = 1, phase: str = "") -> dict[str, Any]:
@@ -86,3 +88,25 @@ def test_events_during_our_write_are_held_back_and_another_writers_asks_for_a_lo
     edited = stored(store, instance("5", finalizer=True, generation=2))
     assert not events.update(ours, edited)  # held back while our write is in flight
     assert events.writes.finish(INSTANCE, "4")  # another writer's change came in: the pass looks again
+
+
+def test_the_informers_stores_are_the_store_read_through_two_scopes() -> None:
+    """Two namespaces watched: each informer writes its own store, the reconcilers read both, and
+    another provider's Instance (stored as None) is no Instance of ours."""
+    store = InstanceStore("p", InstanceLimits(max_spec_bytes=2000), OwnedIndex())
+    first, second = store.scope_store(), store.scope_store()
+    first["ns/a"] = stored(store, instance("1"))
+    big = bare_instance("b", "other", provider="p", uid="v")
+    big["spec"]["blob"] = "x" * 4000
+    second["other/b"] = stored(store, big)
+    second["other/theirs"] = store.transform(bare_instance("theirs", "other", provider="q", uid="w"))
+    assert second["other/theirs"] is None
+    assert sorted(store.objects) == ["ns/a", "other/b"] and len(store.objects) == 2
+    assert "other/theirs" not in store.objects and "ns/zz" not in store.objects
+    assert store.objects["ns/a"]["metadata"]["resourceVersion"] == "1"
+    store.objects["ns/a"]["metadata"]["name"] = "changed"  # a fresh copy per read
+    assert store.objects["ns/a"]["metadata"]["name"] == "a"
+    assert list(store.rejected) == ["other/b"] and "over this provider's limit" in store.rejected["other/b"]
+    assert store.rejected.get("ns/a") is None
+    del first["ns/a"]
+    assert list(store.objects) == ["other/b"]
