@@ -27,20 +27,7 @@ from plane import ControlPlaneError, block_until_signal, format_rss
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cluster", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start, print `export KUBECONFIG=...`, block until signalled")
-    up.add_argument("--kubeconfig-out", type=Path, help="also write the admin kubeconfig here")
-    check = sub.add_parser("check", help="start, print timings and peak memory, stop")
-    for p in (up, check):
-        p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
-        p.add_argument("--keep", action="store_true", help="keep the work dir (logs) after stopping")
-        p.add_argument("--kserve", action="store_true", help="also run KServe's controllers against it")
-        p.add_argument("--metrics-server", action="store_true", help="also serve the resource metrics API")
-    up.add_argument("--state-dir", type=Path, help="keep the API server's identity here and record the cluster")
-    sub.add_parser("cleanup", help="undo the host changes of a cluster whose process died")
-    _add_background_commands(sub)
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         if args.command == "cleanup":
             with host.host_lock():
@@ -60,6 +47,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ControlPlaneError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    return _run_then_stop(cluster, args, state_dir)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m cluster", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start, print `export KUBECONFIG=...`, block until signalled")
+    up.add_argument("--kubeconfig-out", type=Path, help="also write the admin kubeconfig here")
+    check = sub.add_parser("check", help="start, print timings and peak memory, stop")
+    for p in (up, check):
+        p.add_argument("--image", action="append", type=Path, default=[], help="image archive to import")
+        p.add_argument("--keep", action="store_true", help="keep the work dir (logs) after stopping")
+        p.add_argument("--kserve", action="store_true", help="also run KServe's controllers against it")
+        p.add_argument("--metrics-server", action="store_true", help="also serve the resource metrics API")
+    up.add_argument("--state-dir", type=Path, help="keep the API server's identity here and record the cluster")
+    sub.add_parser("cleanup", help="undo the host changes of a cluster whose process died")
+    _add_background_commands(sub)
+    return parser
+
+
+def _run_then_stop(cluster: NodeCluster, args: argparse.Namespace, state_dir: Path | None) -> int:
+    """`up` (blocks until signalled) or `check` (prints timings) on the started cluster, then stop it."""
     try:
         if args.kserve:
             asyncio.run(KServeStack(cluster.plane, fake_node=False).start())
