@@ -39,6 +39,7 @@ def value_of(obj: KubeObject) -> str:
 class Watched:
     kube: FakeKube
     informer: Informer[str]
+    store: dict[str, str]  # the store given to the informer, which its owner reads
     changes: list[Change] = field(default_factory=list)
 
     async def until(self, what: str, done: Callable[[], bool]) -> None:
@@ -57,6 +58,7 @@ async def watching() -> AsyncIterator[Watched]:
     for name in ("a", "b", "c"):
         kube.put(SECRETS, secret(name))
     changes: list[Change] = []
+    store: dict[str, str] = {}
     informer = Informer(
         cast(KubeClient, kube),
         SECRETS,
@@ -64,10 +66,11 @@ async def watching() -> AsyncIterator[Watched]:
         on_change=lambda key, old, new: changes.append((key, old, new)),
         settings=SETTINGS,
         namespace="ns",
+        store=store,
     )
     async with anyio.create_task_group() as tasks:
         await start_informer(tasks, informer, timeout=5)
-        yield Watched(kube, informer, changes)
+        yield Watched(kube, informer, store, changes)
         tasks.cancel_scope.cancel()
 
 
@@ -132,6 +135,7 @@ async def test_an_expired_watch_lists_again_and_reports_what_changed_meanwhile()
             [("ns/a", "1", None), ("ns/b", "1", "2"), ("ns/d", None, "1")], key=str
         )
         assert watched.informer.store == {"ns/b": "2", "ns/c": "1", "ns/d": "1"}
+        assert watched.informer.store is watched.store, "a relist refills the store its owner reads"
 
 
 async def test_a_lost_connection_is_watched_again_without_a_relist() -> None:
