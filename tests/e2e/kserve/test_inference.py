@@ -373,6 +373,23 @@ def _at_least_ready(node: NodeCluster, count: int) -> list[dict[str, Any]] | Not
     return pods if len(pods) >= count else NotYet(f"ready pods {[p['metadata']['name'] for p in pods]}")
 
 
+def _rolled_out(node: NodeCluster) -> dict[str, Any] | NotYet:
+    """The predictor's Deployment at rest on its current template: every replica updated and
+    available, and the ready pods all of one template (none of the previous one left serving).
+    KServe 0.20 rolls the pods when a range is set (the autoscaler's settings reach the pod
+    template); a load sent mid-rollout meets the old pods' shutdown."""
+    deployment = get_json(node, "deployment", "-n", NAMESPACE, DEPLOYMENT)
+    status = deployment.get("status") or {}
+    wanted = deployment["spec"].get("replicas", 1)
+    templates = {p["metadata"]["labels"].get("pod-template-hash") for p in _ready_pods(node)}
+    done = (
+        status.get("observedGeneration", 0) >= deployment["metadata"]["generation"]
+        and status.get("updatedReplicas") == status.get("availableReplicas") == status.get("replicas") == wanted
+        and len(templates) == 1
+    )
+    return deployment if done else NotYet(f"Deployment status {status}, ready pods of templates {templates}")
+
+
 def _components_say(node: NodeCluster, at_least: int) -> dict[str, Any] | None:
     """The Instance's status.components: the predictor with `at_least` pods, all ready."""
     status = get_json(node, "instance", "-n", NAMESPACE, INSTANCE).get("status") or {}
@@ -392,8 +409,12 @@ def test_load_scales_the_predictor_out_every_replica_answers_and_it_scales_back_
     set to a minute on this cluster, conftest.SCALE_DOWN_WINDOW_SECONDS)."""
     _apply(node, _instance(**SCALING))
     started = time.monotonic()
+    # The HPA with the range (KServe updates the Deployment before it) reading the pods' CPU, and
+    # the rollout the range started over, before any load.
     wait_for_sync(functools.partial(_reads_cpu, node), what="the HPA reading the pods' CPU", timeout=300, interval=1)
     MEASUREMENTS["scaling_hpa_reading_seconds"] = round(time.monotonic() - started, 1)
+    wait_for_sync(functools.partial(_rolled_out, node), what="the range's rollout done", timeout=600, interval=1)
+    MEASUREMENTS["scaling_range_rollout_seconds"] = round(time.monotonic() - started, 1)
     parts = urlsplit(_connection_url(node, served))
     assert parts.hostname is not None
     address = _service_address(node, parts.hostname)
