@@ -3,10 +3,10 @@
 Only our Instances are kept (or another provider's that still hold our finalizer or objects: those
 we release rather than forget), packed (a fifth of their size as dicts; every read is a fresh copy),
 in the Instance informers' own stores. An Instance over the per-Instance bounds is kept only as a
-stub, with why (`rejected`). An event
-needs a reconcile only when the Instance's metadata (but resourceVersion and managedFields) changed:
-a spec change bumps metadata.generation, and our own status writes change neither. (That the event
-of our own finalizer write needs none either is the write ledger's to say: actors.apply.write_ledger.)
+stub, with why (`rejected`). An event needs a reconcile only when the Instance's metadata (but
+resourceVersion and managedFields) changed: a spec change bumps metadata.generation, and our own
+status writes change neither. (That the event of our own finalizer write needs none either is the
+write ledger's to say: actors.apply.write_ledger.)
 """
 
 from __future__ import annotations
