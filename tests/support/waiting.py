@@ -70,10 +70,10 @@ async def wait_for(
     """Await `probe` every `interval` seconds until it returns something truthy, and return that. A
     probe still running at `timeout` is cancelled; the wait then fails naming `what` (the probe's
     name by default) and the probe's last answer."""
-    answers: list[object] = [None]
+    last: list[object] = [None]  # the latest answer, for the message when the deadline cancels
 
     async def recorded() -> T | NotYet | None:
-        answers.append(found := await probe())
+        last[0] = found = await probe()
         return found
 
     with anyio.move_on_after(timeout):
@@ -82,7 +82,7 @@ async def wait_for(
         )(recorded)
         assert found is not None and not isinstance(found, NotYet)  # tenacity called again on those
         return found
-    raise _timed_out(probe, what, timeout, answers[-1])
+    raise _timed_out(probe, what, timeout, last[0])
 
 
 def wait_for_sync(
