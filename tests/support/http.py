@@ -36,3 +36,8 @@ def scrape(port: int, sample: str) -> list[tuple[dict[str, str], float]]:
     status, text = http_get(f"http://127.0.0.1:{port}/metrics")
     assert status == 200, (status, text[:200])
     return [(s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples if s.name == sample]
+
+
+def scraped_total(port: int, sample: str, **labels: str) -> float:
+    """The sum of `sample`'s series on a provider process's /metrics whose labels include `labels`."""
+    return sum(value for found, value in scrape(port, sample) if all(found.get(k) == v for k, v in labels.items()))

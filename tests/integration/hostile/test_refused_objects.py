@@ -27,7 +27,7 @@ from actors.interface import Resource
 from plane import free_port
 from provider.model.kinds import AI_GATEWAY_ROUTE, LLM_INFERENCE_SERVICE
 from tests.support.convergence import wait_converged
-from tests.support.http import scrape
+from tests.support.http import scraped_total
 from tests.support.instances import llm_instance
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
 from tests.support.waiting import NotYet, wait_for
@@ -164,7 +164,7 @@ async def test_an_object_the_api_server_refuses_is_failed_with_its_message_and_n
         # The pass that wrote Failed has ended (counted) and scheduled no retry: nothing will apply
         # the refused object again until the Instance changes.
         await wait_for(partial(pass_counted, metrics), timeout=30, what="the failed pass counted")
-        assert total(metrics, "provider_retries_total") == 0, "a retry of the refused apply was scheduled"
+        assert scraped_total(metrics, "provider_retries_total") == 0, "a retry of the refused apply was scheduled"
         assert refused_applies(metrics) >= 1
         await kube.patch(INSTANCES, namespace, "big", {"spec": {"components": {"llmEngine": {"replicas": 2}}}})
         await wait_converged(kube, namespace, ["big"])
@@ -195,15 +195,10 @@ async def policy_in_force(kube: KubeClient, namespace: str) -> None:
     await wait_for(refused, timeout=60, what="the ValidatingAdmissionPolicy in force")
 
 
-def total(port: int, metric: str, **wanted: str) -> float:
-    """The sum of a metric's series whose labels include `wanted` (the provider's own /metrics)."""
-    return sum(value for labels, value in scrape(port, metric) if all(labels.get(k) == v for k, v in wanted.items()))
-
-
 async def pass_counted(port: int) -> bool:
-    return total(port, "provider_reconciles_total", result="error") >= 1
+    return scraped_total(port, "provider_reconciles_total", result="error") >= 1
 
 
 def refused_applies(port: int) -> float:
     """The provider's applies the API server refused as invalid so far."""
-    return total(port, "provider_api_requests_total", code="422", verb="patch")
+    return scraped_total(port, "provider_api_requests_total", code="422", verb="patch")

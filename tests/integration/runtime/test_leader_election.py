@@ -14,7 +14,7 @@ import pytest
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES, LEASES
 from plane import free_port
-from tests.support.http import scrape
+from tests.support.http import scraped_total
 from tests.support.instances import null_instance
 from tests.support.waiting import wait_for
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _reconciles(port: int) -> float:
     """Sum of provider_reconciles_total scraped from a process's /metrics."""
-    return sum(value for _, value in scrape(port, "provider_reconciles_total"))
+    return scraped_total(port, "provider_reconciles_total")
 
 
 def _start(kubeconfig: Path, namespace: str, port: int) -> subprocess.Popen[bytes]:
