@@ -6,8 +6,8 @@ settings it runs with.
 
 Two deliberate departures from the Go provider, which compared strings to exactly `"true"`:
 
-- flags accept what pydantic reads as a boolean (true/false, yes/no, on/off, 1/0, in any case),
-  and anything else is a startup error instead of a silent "off";
+- flags accept true/false/yes/no/1/0 in any case, and anything else is a startup error instead
+  of a silent "off";
 - `ENABLE_POD_MONITOR` defaults to on. The chart sets it from `metrics.podMonitor.enabled` (default
   true) and the Instance-level `enableMetrics` defaults to on as well; a cluster without the
   Prometheus Operator is handled by skipping the PodMonitor while its CRD is not served.
@@ -15,17 +15,35 @@ Two deliberate departures from the Go provider, which compared strings to exactl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from provider.rules.error_messages import first_error_message
 from provider.rules.pod_security import LEVELS, Level, PodPolicy
 
 # A Prometheus duration as the PodMonitor CRD accepts it (e.g. 30s, 1m30s).
 DURATION_PATTERN: Final = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+
+_TRUE: Final = frozenset({"true", "1", "yes", "on", "enabled"})
+_FALSE: Final = frozenset({"false", "0", "no", "off", "disabled"})
+
+
+def _flag(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    text = value.lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise PydanticCustomError("flag", "invalid boolean value {value} (use true or false)", {"value": f'"{value}"'})
+
+
+# A chart flag: the words above in any case, anything else an error naming the value.
+_Flag = Annotated[bool, BeforeValidator(_flag)]
 
 
 class SettingsError(ValueError):
@@ -44,7 +62,7 @@ class ProviderSettings(BaseModel):
         description="Secret (key HF_TOKEN, in the Instance namespace) for gated Hugging Face models; "
         "empty disables the per-Instance model-puller ServiceAccount.",
     )
-    ai_gateway_enabled: bool = Field(
+    ai_gateway_enabled: _Flag = Field(
         validation_alias="AI_GATEWAY_ENABLED", default=False, description="The chart installed the Envoy AI Gateway."
     )
     ai_gateway_name: str = Field(
@@ -73,7 +91,7 @@ class ProviderSettings(BaseModel):
         default="",
         description="Envoy Gateway's rate-limit Redis; token quotas are enforced only with it.",
     )
-    enable_pod_monitor: bool = Field(
+    enable_pod_monitor: _Flag = Field(
         validation_alias="ENABLE_POD_MONITOR", default=True, description="Create per-Instance PodMonitors."
     )
     pod_monitor_interval: str = Field(
@@ -88,7 +106,7 @@ class ProviderSettings(BaseModel):
         description="The OTLP collector vLLM sends its spans to when an llm Instance enables tracing "
         "without an endpoint of its own (KServe's tracing preset's otel-collector:4317 otherwise).",
     )
-    llm_tracing_all: bool = Field(
+    llm_tracing_all: _Flag = Field(
         validation_alias="LLM_TRACING_ALL",
         default=False,
         description="Every llm Instance's vLLM traces to llm_tracing_endpoint, enableTracing or not.",
@@ -99,12 +117,12 @@ class ProviderSettings(BaseModel):
         description="Pod Security Standard applied to an Instance's pod settings where its namespace has no "
         f"pod-security.kubernetes.io/enforce label ({', '.join(LEVELS)}).",
     )
-    pod_security_allow_service_account: bool = Field(
+    pod_security_allow_service_account: _Flag = Field(
         validation_alias="POD_SECURITY_ALLOW_SERVICE_ACCOUNT",
         default=False,
         description="Instances may choose their pods' ServiceAccount (inline config).",
     )
-    pod_security_allow_secret_references: bool = Field(
+    pod_security_allow_secret_references: _Flag = Field(
         validation_alias="POD_SECURITY_ALLOW_SECRET_REFERENCES",
         default=False,
         description="Instances may reference Secrets in their pods (inline config).",
@@ -120,15 +138,14 @@ class ProviderSettings(BaseModel):
         """Settings from `environ` (the process's, or what render derives from chart values; each
         field's alias names its variable); unset or empty variables keep their defaults.
 
-        Raises SettingsError naming the variable and its value, e.g. `AI_GATEWAY_PORT: Input should
-        be a valid integer, unable to parse string as an integer (given: "http")`.
+        Raises SettingsError naming the variable, e.g. `AI_GATEWAY_PORT: Input should be a valid
+        integer, unable to parse string as an integer`.
         """
         values = {var: value for var in ENV_VARS.values() if (value := environ.get(var, "").strip())}
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            given = exc.errors(include_url=False)[0]["input"]
-            raise SettingsError(f"{first_error_message('', exc)} (given: {json.dumps(given)})") from None
+            raise SettingsError(first_error_message("", exc)) from None
 
     @property
     def ai_gateway_port(self) -> int:

@@ -54,10 +54,7 @@ def test_empty_values_keep_defaults() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        (
-            {"AI_GATEWAY_ENABLED": "maybe"},
-            "AI_GATEWAY_ENABLED: Input should be a valid boolean, unable to interpret input",
-        ),
+        ({"AI_GATEWAY_ENABLED": "maybe"}, 'AI_GATEWAY_ENABLED: invalid boolean value "maybe" (use true or false)'),
         (
             {"AI_GATEWAY_PORT": "http"},
             "AI_GATEWAY_PORT: Input should be a valid integer, unable to parse string as an integer",

@@ -252,10 +252,7 @@ def test_bad_settings_exit_2(
 ) -> None:
     monkeypatch.setenv("ENABLE_POD_MONITOR", "perhaps")
     code, _, err = render(capsys, write(tmp_path, instance_yaml()))
-    assert (code, err) == (
-        2,
-        'render: ENABLE_POD_MONITOR: Input should be a valid boolean, unable to interpret input (given: "perhaps")\n',
-    )
+    assert (code, err) == (2, 'render: ENABLE_POD_MONITOR: invalid boolean value "perhaps" (use true or false)\n')
 
 
 @pytest.mark.parametrize(
