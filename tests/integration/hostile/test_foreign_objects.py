@@ -12,19 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from actors.client import KubeClient
 from actors.client.known_resources import INSTANCES
 from actors.contract import controller_reference, ownership_labels
 from actors.interface import KubeObject
+from plane import free_port
 from provider.model.kinds import LLM_INFERENCE_SERVICE, SERVICE
 from provider.model.names import PROVIDER_NAME
 from tests.support.convergence import wait_converged
+from tests.support.http import scraped_total
 from tests.support.instances import llm_instance
 from tests.support.provider_process import ProviderProcess, write_kubeconfig
-from tests.support.waiting import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +61,8 @@ async def test_objects_labelled_as_ours_under_other_names_are_left_alone(
     controlplane: Any, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     kubeconfig = write_kubeconfig(controlplane, tmp_path / "kubeconfig")
-    provider = ProviderProcess(kubeconfig, namespace, tmp_path / "provider.log")
+    metrics = free_port()
+    provider = ProviderProcess(kubeconfig, namespace, tmp_path / "provider.log", args=["--metrics-port", str(metrics)])
     await kube.create(INSTANCES, llm_instance("owner", namespace, on_cluster=True))
     try:
         await provider.start()
@@ -68,14 +70,16 @@ async def test_objects_labelled_as_ours_under_other_names_are_left_alone(
         await wait_converged(kube, namespace, ["owner"], timeout=120)
         owner = await kube.get(INSTANCES, namespace, "owner")
         assert owner is not None
+        passes = scraped_total(metrics, "provider_reconciles_total")
         created = {body["metadata"]["name"]: await kube.create(resource, body) for resource, body in tenants_own(owner)}
-        # Their events wake the owner's reconcile, and a spec change runs it again: two passes that
-        # prune whatever is the provider's and no longer desired.
+        # A spec change runs the owner's reconcile again: a pass that prunes whatever is the
+        # provider's and no longer desired, counted (so ended) before looking.
         await kube.patch(
             INSTANCES, namespace, "owner", {"spec": {"topology": {"parameters": {"externalAccess": "NodePort"}}}}
         )
         await wait_converged(kube, namespace, ["owner"])
-        await anyio.sleep(3)
+        await passes_after(metrics, passes)
+        assert scraped_total(metrics, "provider_api_requests_total", verb="delete") == 0
         for resource, body in tenants_own(owner):
             name = body["metadata"]["name"]
             live = await kube.get(resource, namespace, name)
@@ -93,3 +97,14 @@ async def test_objects_labelled_as_ours_under_other_names_are_left_alone(
         assert "Traceback" not in (tmp_path / "provider.log").read_text()
     finally:
         await provider.stop()
+
+
+async def passes_after(metrics: int, passes: float) -> float:
+    """Waits until the provider has ended a reconcile pass after the `passes` it had counted, and
+    returns its new count."""
+
+    async def counted() -> float | NotYet:
+        now = scraped_total(metrics, "provider_reconciles_total")
+        return now if now > passes else NotYet(f"{now:g} passes counted")
+
+    return await wait_for(counted, timeout=60, what=f"a reconcile pass after the {passes:g} counted")

@@ -311,7 +311,7 @@ async def test_forced_410_relists_and_loses_no_update(controlplane: Any, kube: K
 async def test_foreign_field_manager_conflict_is_named_not_fought(
     controlplane: Any, kube: KubeClient, namespace: str
 ) -> None:
-    async with running_manager(controlplane, NullProvider(), namespace):
+    async with running_manager(controlplane, NullProvider(), namespace) as (manager, _):
         await kube.create(INSTANCES, null_instance("fight", namespace, size=1))
 
         async def cm() -> KubeObject | None:
@@ -341,9 +341,10 @@ async def test_foreign_field_manager_conflict_is_named_not_fought(
         synced = await wait_for(conflict)
         assert synced["status"] == "False"
         assert ".data.size" in synced["message"] and "someone-else" in synced["message"]
-        await anyio.sleep(1.0)
+        # No fight: once the manager has nothing queued, running or due, nothing will write again.
+        await wait_quiet(manager)
         live = await cm()
-        assert live is not None and live["data"]["size"] == "99"  # no fight
+        assert live is not None and live["data"]["size"] == "99"
         # The documented opt-in takes ownership.
         await kube.patch(
             INSTANCES, namespace, "fight", {"metadata": {"annotations": {FORCE_OWNERSHIP_ANNOTATION: "true"}}}
