@@ -18,7 +18,7 @@ from tests.support.events import events_about
 from tests.support.instances import null_instance
 from tests.support.null_provider import CONFIGMAPS, NullProvider
 from tests.support.runtime import running_manager
-from tests.support.waiting import wait_for
+from tests.support.waiting import NotYet, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -124,10 +124,15 @@ async def test_repeats_are_one_event_and_a_series_under_a_fighting_writer(
         while time.monotonic() < until:  # a hand edit every 50 ms
             edits += await edit_by_hand(kube, namespace, "fought-cm", str(edits % 5 + 10))
             await anyio.sleep(0.05)
-        await anyio.sleep(2)  # a flush of the series
-        taken = [e for e in await events_about(kube, namespace, "fought") if e["reason"] == "FieldTakenBack"]
+
+        async def series_flushed() -> tuple[list[KubeObject], int] | NotYet:
+            taken = [e for e in await events_about(kube, namespace, "fought") if e["reason"] == "FieldTakenBack"]
+            count = sum((e.get("series") or {}).get("count", 1) for e in taken)
+            return (taken, count) if count >= 2 else NotYet(taken)
+
+        # The recorder flushes the series every second: its count on the API server.
+        taken, count = await wait_for(series_flushed, what="FieldTakenBack's series counted")
         everything = await events_about(kube, namespace, "fought")
-        count = sum((e.get("series") or {}).get("count", 1) for e in taken)
         print(f"{edits} hand edits; {len(everything)} Events about the Instance, FieldTakenBack seen {count} times")
         assert len(taken) == 1 and count >= 2
         assert len(everything) <= 5
