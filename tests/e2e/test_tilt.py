@@ -45,7 +45,7 @@ from tests.e2e.support import (
     synced,
 )
 from tests.e2e.tilt_support import RUN_MODULE, Tilt, base_env, built, clean_copy, mark_log_line
-from tests.support.waiting import wait_for_sync
+from tests.support.waiting import NotYet, wait_for_sync
 
 # An unprivileged user every Debian system has.
 NOBODY = 65534
@@ -397,8 +397,7 @@ def test_process_target_without_root(unprivileged_home: Path) -> None:
     MEASUREMENTS["tilt_process_ci_seconds"] = round(time.monotonic() - started, 1)
     # Tilt exits without waiting for the processes it served to finish their shutdown (SIGTERM to
     # each group): `tilt up` must not start its own while theirs still hold the ports.
-    left = session_processes(repo, wait=120)
-    assert not left, f"processes of `tilt ci` still run: {left}"
+    wait_session_ended(repo, what="the processes of `tilt ci` gone")
     kubectl = Kubectl(repo / "build" / "tilt" / "process" / "kubeconfig")
     started = time.monotonic()
     with tilt.up():
@@ -432,19 +431,18 @@ def test_process_target_without_root(unprivileged_home: Path) -> None:
         assert second != first and process_uid(second) == NOBODY
     tilt.must("down", timeout=300)
     # Tilt stopped the control plane and the provider it served: none of their processes is left.
-    left = session_processes(repo, wait=120)
-    assert not left, f"processes of the session still run: {left}"
+    wait_session_ended(repo, what="the processes of the session gone")
 
 
-def session_processes(repo: Path, wait: float) -> list[str]:
-    """The command lines of the control plane and provider a session in `repo` ran that still run
-    after up to `wait` seconds."""
-    deadline = time.monotonic() + wait
-    while True:
+def wait_session_ended(repo: Path, *, what: str) -> None:
+    """Wait (up to 120 s) until no process of the control plane and provider a session in `repo`
+    ran is left; the wait's failure names those still running."""
+
+    def ended() -> bool | NotYet:
         left = [cmd for _, cmd in _processes(NOBODY) if str(repo) in cmd or "provider-kserve-cp-" in cmd]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.5)
+        return NotYet(left) if left else True
+
+    wait_for_sync(ended, timeout=120, interval=0.5, what=what)
 
 
 def provider_process(tilt: Tilt) -> int:
