@@ -26,8 +26,10 @@ does (each watcher then reads etcd: the Instance writes, their events and the be
 cost the two cores more; docs/performance.md says which figures were taken so). `--checkout DIR` runs
 the provider from another checkout (e.g. a `git worktree` of an older commit) for before/after
 tables; `--out` saves the results and `--baseline` prints this run's figures as ratios to a saved
-run; BENCH_PROFILE=PREFIX samples each provider process with py-spy. Nothing here is a test: it
-prints tables (bench/scaling/report.py), with the machine's cores, its load and the watch cache.
+run; BENCH_PROFILE=PREFIX samples each provider process with py-spy, BENCH_CALLS=PREFIX runs each
+under cProfile (the calls the same work makes, which the machine's load does not move:
+bench/call_counts.py compares two runs). Nothing here is a test: it prints tables
+(bench/scaling/report.py), with the machine's cores, its load and the watch cache.
 `--figures DIR` also draws the converge curves and the idle spec-change latencies as PNG files
 (bench/scaling/figures.py); `--results FILE.json` prints the tables and draws the figures of a run
 saved by `--out`, without running anything. docs/performance.md shows them.

@@ -136,6 +136,11 @@ class ProviderProcess:
         log = (Path(tempfile.gettempdir()) / f"provider-kserve-bench-{self.namespace}.log").open("wb")
         options = ["--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace, "--no-leader-elect"]
         ports = ["--metrics-port", str(self.port), "--health-port", "0", "--validation-port", "0"]
+        # BENCH_CALLS=PREFIX runs each provider process under cProfile, its stats saved at exit into
+        # PREFIX.<namespace>.<k>: the Python calls the same work makes, a count the machine's load
+        # does not move as it moves CPU seconds (bench/call_counts.py compares two runs).
+        if prefix := os.environ.get("BENCH_CALLS"):
+            entry = ["-m", "cProfile", "-o", _profile_path(prefix, self.namespace), *entry]
         self.proc = subprocess.Popen(
             [sys.executable, *entry, "run", *options, *ports, "--log-level", "warning", *self.extra],
             env=env,
