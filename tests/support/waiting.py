@@ -35,6 +35,10 @@ class WaitTimedOut(AssertionError):
     """The condition did not hold in time (an assertion: the test fails, it does not error)."""
 
 
+# What `wait_for` reports when its probe's first call was still running at the deadline.
+_NO_ANSWER = NotYet("no answer: the probe's first call was still running")
+
+
 def _timed_out(probe: Callable[[], Any], what: str | None, timeout: float, last: object) -> WaitTimedOut:
     awaited = what or getattr(probe, "__qualname__", repr(probe))
     return WaitTimedOut(f"timed out after {timeout:g} s waiting for {awaited}; last seen: {last!r}")
@@ -70,7 +74,7 @@ async def wait_for(
     """Await `probe` every `interval` seconds until it returns something truthy, and return that. A
     probe still running at `timeout` is cancelled; the wait then fails naming `what` (the probe's
     name by default) and the probe's last answer."""
-    last: list[object] = [None]  # the latest answer, for the message when the deadline cancels
+    last: list[object] = [_NO_ANSWER]  # the latest answer, for the message when the deadline cancels
 
     async def recorded() -> T | NotYet | None:
         last[0] = found = await probe()

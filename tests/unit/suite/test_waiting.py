@@ -73,3 +73,12 @@ async def test_a_probe_running_at_the_deadline_is_cancelled_and_its_last_answer_
 
     with pytest.raises(WaitTimedOut, match=r"last seen: 'first'$"):
         await wait_for(probe, timeout=0.1, interval=0.01)
+
+
+async def test_a_probe_that_never_answered_says_so() -> None:
+    async def probe() -> bool:
+        await anyio.sleep(10)
+        return True
+
+    with pytest.raises(WaitTimedOut, match=r"last seen: \"no answer: the probe's first call was still running\"$"):
+        await wait_for(probe, timeout=0.05, interval=0.01)
