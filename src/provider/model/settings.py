@@ -6,8 +6,8 @@ settings it runs with.
 
 Two deliberate departures from the Go provider, which compared strings to exactly `"true"`:
 
-- flags accept true/false/yes/no/1/0 in any case, and anything else is a startup error instead
-  of a silent "off";
+- flags accept true/1/yes/on/enabled and false/0/no/off/disabled in any case, and anything else
+  is a startup error instead of a silent "off";
 - `ENABLE_POD_MONITOR` defaults to on. The chart sets it from `metrics.podMonitor.enabled` (default
   true) and the Instance-level `enableMetrics` defaults to on as well; a cluster without the
   Prometheus Operator is handled by skipping the PodMonitor while its CRD is not served.
